@@ -1,0 +1,66 @@
+"""The proposer interface: population formulas in, candidate kernels out.
+
+A proposer never sees raw observations and never fits a GP: it gets the population's
+formulas with their scores (:class:`MemberSummary`) and returns new
+:class:`~ax_kernel_discovery.candidate.KernelCandidate` objects plus the rejections it
+already knows about (e.g. unparsable LLM replies). Proposers do not import Ax.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+
+
+@dataclass(frozen=True)
+class MemberSummary:
+    """What a proposer may know about one population member."""
+
+    name: str
+    formula: str
+    origin: str
+    score: float | None
+    candidate: KernelCandidate
+
+
+@dataclass
+class Proposal:
+    """The result of one proposer call."""
+
+    candidates: list[KernelCandidate] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)
+
+
+class Proposer(abc.ABC):
+    """Base class of kernel proposers.
+
+    Subclasses implement :meth:`propose`. They must not raise for bad proposals:
+    a failure is reported as a :class:`Rejection` in the returned :class:`Proposal`.
+    """
+
+    name: str = "proposer"
+
+    @abc.abstractmethod
+    def propose(
+        self,
+        members: Sequence[MemberSummary],
+        dim: int,
+        num_proposals: int,
+        round_index: int,
+    ) -> Proposal:
+        """Propose new kernels.
+
+        Args:
+            members: Current population, best first (lower score is better).
+            dim: Input dimension D of the problem.
+            num_proposals: How many new candidates to return at most.
+            round_index: 0-based BO round, for deterministic seeding.
+
+        Returns:
+            A :class:`Proposal` with candidates and rejections.
+        """
