@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from gpytorch.kernels import Kernel
 
 Origin = Literal["base", "offline", "discovery", "composition", "direct", "repair", "baseline"]
 
@@ -55,8 +58,52 @@ class KernelCandidate(BaseModel):
     @property
     def key(self) -> str:
         """Content hash of what builds the kernel (formula text excluded)."""
-        payload = json.dumps(self.spec, sort_keys=True) if self.spec is not None else self.code
+        payload = json.dumps(_canonical(self.spec), sort_keys=True) if self.spec is not None else self.code
         return hashlib.sha256(str(payload).encode()).hexdigest()[:16]
+
+
+    def build(self, dim: int) -> Kernel:
+        """Build the GPyTorch kernel for inputs of dimension ``dim`` (with output scale).
+
+        Code candidates are loaded through the sandbox's restricted loader; callers
+        must have validated the code first (see :mod:`ax_kernel_discovery.validation`).
+        """
+        if self.spec is not None:
+            from ax_kernel_discovery.expression import build_kernel
+
+            return build_kernel(self.spec, dim)
+        from gpytorch.kernels import ScaleKernel
+
+        return ScaleKernel(load_code_class(str(self.code), self.class_name)(ard_num_dims=dim))
+
+
+def _canonical(spec: Any) -> Any:
+    """Spec with the arguments of commutative operators sorted (a + b == b + a)."""
+    if isinstance(spec, dict) and "op" in spec:
+        args = sorted((_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True))
+        return {**spec, "args": args}
+    return spec
+
+
+def _canonical(spec: Any) -> Any:
+    """Spec with the arguments of commutative operators sorted (a + b == b + a)."""
+    if isinstance(spec, dict) and "op" in spec:
+        args = sorted((_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True))
+        return {**spec, "args": args}
+    return spec
+
+
+_CLASS_CACHE: dict[tuple[str, str | None], type] = {}
+
+
+def load_code_class(code: str, class_name: str | None = None) -> type:
+    """Load (once) the kernel class of untrusted ``code`` with restricted builtins."""
+    key = (hashlib.sha256(code.encode()).hexdigest(), class_name)
+    if key not in _CLASS_CACHE:
+        from ax_kernel_discovery.sandbox import load_kernel_class
+
+        _CLASS_CACHE[key] = load_kernel_class(code, class_name)
+    return _CLASS_CACHE[key]
 
 
 class Rejection(BaseModel):

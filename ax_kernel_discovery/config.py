@@ -1,0 +1,93 @@
+"""Configuration of kernel discovery (one pydantic model, validated at construction).
+
+The only environment variables read by the package are documented here and read in
+:func:`KernelDiscoveryConfig.from_env`-style defaults below:
+
+* ``AXKD_LLM_MODEL``: litellm model string for the LLM proposers (e.g. ``gpt-4o``,
+  ``anthropic/claude-sonnet-4-5``, ``ollama/qwen2.5-coder``, ``openai/<alias>``, ``local``).
+* ``AXKD_LLM_API_BASE``: base URL of an OpenAI-compatible server.
+* ``AXKD_LOCAL_MODEL``: path of a GGUF file for ``llm_model="local"``.
+* ``AXKD_DATA_DIR``: benchmark data directory (benchmarks only).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ax_kernel_discovery.selection import Criterion
+
+
+class KernelDiscoveryConfig(BaseModel):
+    """Settings of the kernel-discovery surrogate.
+
+    Wrong values fail at construction with a message naming the field and the allowed
+    range, e.g. ``KernelDiscoveryConfig(population_size=0)``.
+
+    Example:
+        >>> cfg = KernelDiscoveryConfig(population_size=8, proposals_per_round=3)
+        >>> cfg.criterion
+        'loo_crps'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    population_size: int = Field(10, ge=1, le=200, description="N: members kept after each round (paper: 10).")
+    proposals_per_round: int = Field(
+        4, ge=0, le=64, description="New kernels proposed per round (mutations + compositions or LLM forms)."
+    )
+    criterion: Criterion = Field("loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic.")
+    patience: int = Field(3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3).")
+    fit_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds allowed for validating/fitting one kernel.")
+    fit_maxiter: int | None = Field(
+        None, ge=1, le=100000, description="Cap on L-BFGS iterations per member fit (None: BoTorch's default)."
+    )
+    proposer: Literal["offline", "llm", "direct", "none"] = Field(
+        "offline", description="offline evolution operator (default, no key), llm (two-stage), direct, or none."
+    )
+    fallback_to_offline: bool = Field(
+        True, description="When the LLM proposer yields nothing usable, use the offline operator for that round."
+    )
+    device: str = Field("auto", description="auto (CUDA when available), cpu, cuda or cuda:N.")
+    seed: int = Field(0, ge=0, description="Seed of the offline operator and validation points.")
+    dedup_threshold: float = Field(
+        0.9999, gt=0.0, le=1.0, description="Cosine similarity of Gram matrices above which a kernel is a duplicate."
+    )
+    history_limit: int = Field(200, ge=1, le=100000, description="Rounds of history kept in the saved state.")
+    warm_start: bool = Field(True, description="Start each member's fit from its previous hyperparameters.")
+    # LLM settings (used by proposer="llm" / "direct")
+    llm_model: str | None = Field(
+        default_factory=lambda: os.environ.get("AXKD_LLM_MODEL"),
+        description="litellm model string, or 'local' for the bundled llama.cpp server (env AXKD_LLM_MODEL).",
+    )
+    llm_api_base: str | None = Field(
+        default_factory=lambda: os.environ.get("AXKD_LLM_API_BASE"), description="OpenAI-compatible base URL."
+    )
+    llm_temperature: float = Field(0.7, ge=0.0, le=2.0)
+    llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds per LLM call.")
+    llm_retries: int = Field(2, ge=0, le=10)
+    llm_cache_dir: str | None = Field(None, description="Directory of the on-disk LLM response cache.")
+    llm_mode: Literal["live", "record", "replay"] = Field("live", description="replay answers only from the cache.")
+    num_formulas: int = Field(3, ge=1, le=32, description="Formulas asked of the discovery call per round.")
+    hdbo_guidance: bool = Field(True, description="Include the high-dimensional BO guidance in prompts.")
+    psd_guidance: bool = Field(True, description="Include the PSD-construction guidance in prompts.")
+    repair: bool = Field(False, description="Send a validation failure back to the LLM once (paper: off).")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        if value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
+            return value
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+
+    def resolved_device(self) -> str:
+        """The torch device string to run on."""
+        import torch
+
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(f"device={self.device!r} was asked for but CUDA is not available")
+        return self.device

@@ -1,0 +1,42 @@
+"""The GP model class of kernel-discovery members and its fitting routine.
+
+``KernelDiscoveryGP`` is BoTorch's ``SingleTaskGP`` unchanged; it exists so that Ax's
+``fit_botorch_model`` dispatcher can fit population members with a wall-clock limit
+and fewer fallback attempts (Ax itself calls ``fit_gpytorch_mll`` without options).
+The options travel in ``ModelConfig.mll_options["fit_options"]``, so they are stored
+with the model config by Ax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ax.generators.torch.botorch_modular.utils import fit_botorch_model
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from gpytorch.mlls import MarginalLogLikelihood
+
+
+class KernelDiscoveryGP(SingleTaskGP):
+    """BoTorch ``SingleTaskGP``, fitted with kernel discovery's time limit."""
+
+
+@fit_botorch_model.register(KernelDiscoveryGP)
+def _fit_kernel_discovery_gp(
+    model: KernelDiscoveryGP,
+    mll_class: type[MarginalLogLikelihood],
+    mll_options: dict[str, Any] | None = None,
+) -> None:
+    mll_options = dict(mll_options or {})
+    fit_options = dict(mll_options.pop("fit_options", {}) or {})
+    mll = mll_class(likelihood=model.likelihood, model=model, **mll_options)
+    optimizer_kwargs: dict[str, Any] = {}
+    if fit_options.get("timeout_sec") is not None:
+        optimizer_kwargs["timeout_sec"] = float(fit_options["timeout_sec"])
+    if fit_options.get("maxiter") is not None:
+        optimizer_kwargs["options"] = {"maxiter": int(fit_options["maxiter"])}
+    fit_gpytorch_mll(
+        mll,
+        optimizer_kwargs=optimizer_kwargs or None,
+        max_attempts=int(fit_options.get("max_attempts", 3)),
+    )

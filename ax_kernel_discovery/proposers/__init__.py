@@ -1,0 +1,22 @@
+"""Kernel proposers: the offline evolution operator (default) and the LLM proposers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
+
+if TYPE_CHECKING:
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+
+__all__ = ["MemberSummary", "OfflineEvolutionProposer", "Proposal", "Proposer", "make_proposer"]
+
+
+def make_proposer(config: KernelDiscoveryConfig) -> Proposer:
+    """The proposer named by ``config.proposer``."""
+    if config.proposer in ("offline", "none"):
+        return OfflineEvolutionProposer(seed=config.seed)
+    from ax_kernel_discovery.proposers.llm import proposer_from_config
+
+    return proposer_from_config(config)

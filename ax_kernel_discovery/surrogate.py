@@ -1,0 +1,398 @@
+"""``KernelDiscoverySurrogate``: Ax's ``Surrogate`` with an evolving kernel population.
+
+Each time Ax fits the surrogate on new data, :meth:`KernelDiscoverySurrogate.model_selection`
+runs one round of the method:
+
+1. *strike*: the kernel chosen last round is struck if its batch did not improve the
+   best observed value (base kernels are dropped after ``patience`` strikes, others at
+   once); an empty population resets to the start set;
+2. *propose*: the proposer (offline operator by default, or an LLM) gets the members'
+   formulas and scores, never the data, and returns candidates;
+3. *validate*: shapes, ``diag``, gradients, PSD, time (untrusted code in a sandboxed
+   subprocess); functional duplicates are dropped;
+4. *fit and score*: every member and accepted candidate is built and fitted the Ax way
+   (``Surrogate._construct_model``, Ax's ``Normalize`` input transform, warm-started
+   from last round's hyperparameters) and scored by the criterion on its noisy prior
+   covariance (LOO-CRPS by default);
+5. *update*: candidates join, the population keeps its best N, and the best-scoring
+   kernel's model is returned to Ax, which uses it for the acquisition function.
+
+Nothing here raises into the BO loop because of a bad kernel: every failure is recorded
+in :attr:`KernelDiscoverySurrogate.history` with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.models.model import Model
+from botorch.utils.datasets import SupervisedDataset
+from pydantic import BaseModel, Field
+from torch import Tensor
+
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.diversity import cosine_similarity, gram_signature, reference_points
+from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.population import Population, start_candidates
+from ax_kernel_discovery.proposers import make_proposer
+from ax_kernel_discovery.proposers.base import Proposal, Proposer
+from ax_kernel_discovery.selection import num_hyperparameters, prior_covariance, score
+
+logger = logging.getLogger(__name__)
+
+#: Two placeholder configs make Ax call ``model_selection`` on every new dataset.
+_PLACEHOLDER_CONFIGS = [ModelConfig(name="kernel-discovery"), ModelConfig(name="kernel-discovery-population")]
+
+
+class RoundRecord(BaseModel):
+    """What happened in one round for one outcome."""
+
+    round: int
+    outcome: str
+    n: int
+    dim: int
+    chosen: str | None = None
+    chosen_formula: str | None = None
+    chosen_score: float | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    population: list[str] = Field(default_factory=list)
+    proposed: list[str] = Field(default_factory=list)
+    accepted: list[str] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    struck: str | None = None
+    previous_improved: bool | None = None
+    reset: bool = False
+    timings: dict[str, float] = Field(default_factory=dict)
+    proposer_usage: dict[str, float] = Field(default_factory=dict)
+
+
+def model_config_for(candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None) -> ModelConfig:
+    """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
+    return ModelConfig(
+        botorch_model_class=KernelDiscoveryGP,
+        covar_module_class=DiscoveredKernel,
+        covar_module_options={"candidate": candidate.model_dump_json()},
+        mll_options={"fit_options": {"timeout_sec": fit_timeout, "maxiter": maxiter}},
+        name=candidate.name,
+    )
+
+
+class KernelDiscoverySurrogate(Surrogate):
+    """Ax ``Surrogate`` whose kernel is chosen from an evolving population each round.
+
+    Use it as the ``surrogate`` of a ``BoTorchGenerator`` (see
+    :func:`ax_kernel_discovery.kernel_discovery_generation_strategy`).
+
+    Args:
+        config: :class:`KernelDiscoveryConfig` (or a dict of its fields).
+        state: Saved population/history state (what Ax's JSON storage passes back).
+        surrogate_spec: Ignored except for its non-model fields; the model configs are
+            the population's.
+        **kwargs: Passed to :class:`~ax.generators.torch.botorch_modular.surrogate.Surrogate`.
+
+    Attributes:
+        population: The population of the objective outcome (members with ``.name``,
+            ``.formula``, ``.origin``, ``.score``).
+        populations: One population per modelled outcome.
+        history: One :class:`RoundRecord` per round and outcome.
+
+    Example:
+        >>> surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=8))
+        >>> [m.name for m in surrogate.population]
+        ['RBF', 'Matern52', 'RQ', 'BOCK', 'SL']
+    """
+
+    def __init__(
+        self,
+        config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
+        state: Mapping[str, Any] | None = None,
+        surrogate_spec: SurrogateSpec | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if config is None:
+            config = KernelDiscoveryConfig()
+        elif not isinstance(config, KernelDiscoveryConfig):
+            config = KernelDiscoveryConfig.model_validate(dict(config))
+        spec = SurrogateSpec(model_configs=list(_PLACEHOLDER_CONFIGS))
+        if surrogate_spec is not None:
+            spec = SurrogateSpec(
+                model_configs=list(_PLACEHOLDER_CONFIGS),
+                allow_batched_models=surrogate_spec.allow_batched_models,
+                outcomes=surrogate_spec.outcomes,
+            )
+        super().__init__(surrogate_spec=spec, **kwargs)
+        self.config: KernelDiscoveryConfig = config
+        self.populations: dict[str, Population] = {}
+        self.history: list[RoundRecord] = []
+        self.objective_weights: dict[str, float] = {}
+        self.round_index = 0
+        self._proposer: Proposer | None = None
+        self._warm: dict[tuple[str, str], dict[str, Tensor]] = {}
+        self._signatures: dict[str, Tensor] = {}
+        self._last_choice: dict[str, tuple[str, set[int]]] = {}
+        if state:
+            self._load_state(state)
+
+    # --- public views ------------------------------------------------------------------
+
+    @property
+    def population(self) -> Population:
+        """Population of the objective (the first outcome when the direction is unknown)."""
+        for name, weight in self.objective_weights.items():
+            if weight != 0 and name in self.populations:
+                return self.populations[name]
+        if self.populations:
+            return next(iter(self.populations.values()))
+        return self._new_population()
+
+    @property
+    def proposer(self) -> Proposer:
+        if self._proposer is None:
+            self._proposer = make_proposer(self.config)
+        return self._proposer
+
+    def record_objective_weights(self, weights: Tensor) -> None:
+        """Learn the objective direction per outcome (called by the acquisition)."""
+        for name, w in zip(self.outcomes, weights.reshape(-1).tolist(), strict=False):
+            self.objective_weights[name] = float(w)
+
+    # --- Ax hooks ------------------------------------------------------------------------
+
+    def model_selection(
+        self,
+        dataset: SupervisedDataset,
+        model_configs: list[ModelConfig],
+        search_space_digest: SearchSpaceDigest,
+        candidate_metadata: Any = None,
+    ) -> tuple[Model, ModelConfig]:
+        """One round of kernel discovery; returns the best kernel's fitted model."""
+        t_start = time.perf_counter()
+        outcome = dataset.outcome_names[0]
+        pop = self.populations.setdefault(outcome, self._new_population())
+        X, Y = dataset.X, dataset.Y
+        dim = X.shape[-1]
+        rec = RoundRecord(round=self.round_index, outcome=outcome, n=X.shape[0], dim=dim)
+
+        self._strike(outcome, pop, X, Y, rec)
+        rec.reset = pop.reset_if_empty()
+
+        t0 = time.perf_counter()
+        proposal = self._propose(pop, dim)
+        rec.timings["propose"] = time.perf_counter() - t0
+        rec.proposed = [c.name for c in proposal.candidates]
+        rec.rejected.extend(proposal.rejections)
+        rec.proposer_usage = dict(proposal.usage)
+
+        t0 = time.perf_counter()
+        accepted = self._validate(proposal.candidates, pop, dim, rec)
+        rec.timings["validate"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        models: dict[str, tuple[Model, ModelConfig, float]] = {}
+        for cand in [m.candidate for m in pop] + accepted:
+            fitted = self._fit_and_score(cand, dataset, search_space_digest, outcome, rec)
+            if fitted is not None:
+                models[cand.name] = fitted
+        rec.timings["fit_and_score"] = time.perf_counter() - t0
+
+        for cand in accepted:
+            if cand.name in models:
+                pop.add(cand, self.round_index)
+                rec.accepted.append(cand.name)
+        for member in list(pop):
+            if member.name in models:
+                pop.set_score(member.name, models[member.name][2])
+            else:
+                pop.remove(member.name)
+                rec.dropped.append(member.name)
+        rec.dropped.extend(pop.truncate())
+        for name in rec.dropped:
+            self._warm.pop((outcome, name), None)
+
+        if not models:
+            # every kernel failed: fall back to Ax's default model so the run goes on
+            rec.rejected.append(Rejection(name="*", stage="fit", reason="no kernel could be fitted; using Ax default"))
+            pop.reset_if_empty()
+            model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
+            best_config = ModelConfig()
+        else:
+            best_name = min(models, key=lambda k: models[k][2])
+            model, best_config, best_score = models[best_name]
+            best = pop.get(best_name)
+            best.times_chosen += 1
+            rec.chosen, rec.chosen_formula, rec.chosen_score = best_name, best.formula, best_score
+            self._last_choice[outcome] = (best_name, _row_hashes(X))
+        rec.scores = {k: v[2] for k, v in models.items()}
+        rec.population = pop.names
+        rec.timings["total"] = time.perf_counter() - t_start
+        self.history.append(rec)
+        self.history = self.history[-self.config.history_limit :]
+        self.round_index += 1
+        logger.info("kernel discovery round %d: chose %s (%.4g)", rec.round, rec.chosen, rec.chosen_score or math.nan)
+        return model, best_config
+
+    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
+        kwargs = super()._serialize_attributes_as_kwargs()
+        kwargs["config"] = self.config.model_dump(mode="json")
+        kwargs["state"] = self.state_dict_json()
+        return kwargs
+
+    def clone_reset(self) -> KernelDiscoverySurrogate:
+        return self.__class__(**self._serialize_attributes_as_kwargs())
+
+    # --- state -----------------------------------------------------------------------------
+
+    def state_dict_json(self) -> dict[str, Any]:
+        """Population, history and round counter as plain JSON data."""
+        return {
+            "round_index": self.round_index,
+            "objective_weights": dict(self.objective_weights),
+            "populations": {k: p.to_dict() for k, p in self.populations.items()},
+            "history": [r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]],
+        }
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self.round_index = int(state.get("round_index", 0))
+        self.objective_weights = {k: float(v) for k, v in state.get("objective_weights", {}).items()}
+        self.populations = {k: Population.from_dict(v) for k, v in state.get("populations", {}).items()}
+        self.history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def _new_population(self) -> Population:
+        return Population(start_candidates(), size=self.config.population_size, patience=self.config.patience)
+
+    def _strike(self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord) -> None:
+        last = self._last_choice.get(outcome)
+        weight = self.objective_weights.get(outcome)
+        if last is None or not weight:
+            return
+        name, seen = last
+        is_new = torch.tensor([h not in seen for h in _row_hashes_list(X)], device=X.device)
+        if not is_new.any() or is_new.all():
+            return
+        y = Y.reshape(-1) * weight
+        improved = bool(y[is_new].max() > y[~is_new].max())
+        rec.previous_improved = improved
+        if not improved:
+            rec.struck = name
+            if pop.strike(name):
+                rec.dropped.append(name)
+                self._warm.pop((outcome, name), None)
+
+    def _propose(self, pop: Population, dim: int) -> Proposal:
+        n = self.config.proposals_per_round
+        if n == 0 or self.config.proposer == "none":
+            return Proposal()
+        try:
+            proposal = self.proposer.propose(pop.summaries(), dim, n, self.round_index)
+        except Exception as e:  # a proposer must not break the BO loop
+            proposal = Proposal(rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))])
+        if not proposal.candidates and self.config.proposer in ("llm", "direct") and self.config.fallback_to_offline:
+            from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
+
+            fallback = OfflineEvolutionProposer(seed=self.config.seed).propose(pop.summaries(), dim, n, self.round_index)
+            proposal.candidates.extend(fallback.candidates)
+            proposal.rejections.extend(fallback.rejections)
+        return proposal
+
+    def _validate(
+        self, candidates: list[KernelCandidate], pop: Population, dim: int, rec: RoundRecord
+    ) -> list[KernelCandidate]:
+        from ax_kernel_discovery.validation import check_kernel, validate_kernel_code
+
+        accepted: list[KernelCandidate] = []
+        points = reference_points(dim, n=40, seed=self.config.seed)
+        for member in pop:
+            if member.candidate.key not in self._signatures:
+                try:
+                    self._signatures[member.candidate.key] = gram_signature(member.candidate.build(dim).double(), points)
+                except Exception:  # noqa: BLE001 - signatures are best effort for old members
+                    pass
+        for cand in candidates:
+            if cand.name in pop or pop.has_key(cand.key) or any(c.key == cand.key for c in accepted):
+                rec.rejected.append(Rejection(name=cand.name, stage="duplicate", reason="same kernel already in population"))
+                continue
+            if cand.code is not None:
+                result = validate_kernel_code(cand.code, dim, class_name=cand.class_name, fit_timeout=self.config.fit_timeout)
+            else:
+                result = check_kernel(lambda d, c=cand: c.build(d), dim, fit_timeout=self.config.fit_timeout, check_fit=False)
+            if not result.ok:
+                rec.rejected.append(
+                    Rejection(name=cand.name, stage=result.stage or "validation", reason=result.reason or "invalid", formula=cand.formula)
+                )
+                continue
+            try:
+                sig = gram_signature(cand.build(dim).double(), points)
+            except Exception as e:  # noqa: BLE001
+                rec.rejected.append(Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}"))
+                continue
+            twin = next(
+                (k for k, s in self._signatures.items() if cosine_similarity(sig, s) > self.config.dedup_threshold), None
+            )
+            if twin is not None:
+                rec.rejected.append(
+                    Rejection(name=cand.name, stage="duplicate", reason="Gram matrix equals an existing member's (cosine > "
+                              f"{self.config.dedup_threshold})")
+                )
+                continue
+            self._signatures[cand.key] = sig
+            accepted.append(cand)
+        return accepted
+
+    def _fit_and_score(
+        self,
+        cand: KernelCandidate,
+        dataset: SupervisedDataset,
+        search_space_digest: SearchSpaceDigest,
+        outcome: str,
+        rec: RoundRecord,
+    ) -> tuple[Model, ModelConfig, float] | None:
+        config = model_config_for(cand, self.config.fit_timeout, self.config.fit_maxiter)
+        warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
+        t0 = time.perf_counter()
+        try:
+            try:
+                model = self._construct_model(dataset, search_space_digest, config, warm, True)
+            except RuntimeError:
+                if warm is None:
+                    raise
+                model = self._construct_model(dataset, search_space_digest, config, None, True)
+            elapsed = time.perf_counter() - t0
+            if elapsed > self.config.fit_timeout:
+                rec.rejected.append(
+                    Rejection(name=cand.name, stage="timeout", reason=f"fit took {elapsed:.1f}s > fit_timeout={self.config.fit_timeout}s")
+                )
+                return None
+            with torch.no_grad():
+                K, y = prior_covariance(model)
+                value = score(self.config.criterion, K, y, num_hyperparameters(model.covar_module))
+        except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
+            rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500]))
+            return None
+        if not math.isfinite(value):
+            rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=f"non-finite {self.config.criterion} score"))
+            return None
+        rec.timings[f"fit:{cand.name}"] = time.perf_counter() - t0
+        self._warm[(outcome, cand.name)] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return model, config, value
+
+
+def _row_hashes_list(X: Tensor) -> list[int]:
+    rows = X.detach().cpu().numpy()
+    return [hash(r.tobytes()) for r in rows]
+
+
+def _row_hashes(X: Tensor) -> set[int]:
+    return set(_row_hashes_list(X))
