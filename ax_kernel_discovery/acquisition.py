@@ -16,7 +16,14 @@ from ax.generators.torch.botorch_modular.acquisition import Acquisition
 class KernelDiscoveryAcquisition(Acquisition):
     """Ax's ``Acquisition`` plus a report of objective weights to the surrogate."""
 
-    def __init__(self, surrogate: Any, search_space_digest: Any, torch_opt_config: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        surrogate: Any,
+        search_space_digest: Any,
+        torch_opt_config: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         record = getattr(surrogate, "record_objective_weights", None)
         if record is not None:
             record(torch_opt_config.objective_weights)

@@ -58,9 +58,12 @@ class KernelCandidate(BaseModel):
     @property
     def key(self) -> str:
         """Content hash of what builds the kernel (formula text excluded)."""
-        payload = json.dumps(_canonical(self.spec), sort_keys=True) if self.spec is not None else self.code
+        payload = (
+            json.dumps(_canonical(self.spec), sort_keys=True)
+            if self.spec is not None
+            else self.code
+        )
         return hashlib.sha256(str(payload).encode()).hexdigest()[:16]
-
 
     def build(self, dim: int) -> Kernel:
         """Build the GPyTorch kernel for inputs of dimension ``dim`` (with output scale).
@@ -80,7 +83,9 @@ class KernelCandidate(BaseModel):
 def _canonical(spec: Any) -> Any:
     """Spec with the arguments of commutative operators sorted (a + b == b + a)."""
     if isinstance(spec, dict) and "op" in spec:
-        args = sorted((_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True))
+        args = sorted(
+            (_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True)
+        )
         return {**spec, "args": args}
     return spec
 
@@ -88,7 +93,9 @@ def _canonical(spec: Any) -> Any:
 def _canonical(spec: Any) -> Any:
     """Spec with the arguments of commutative operators sorted (a + b == b + a)."""
     if isinstance(spec, dict) and "op" in spec:
-        args = sorted((_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True))
+        args = sorted(
+            (_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True)
+        )
         return {**spec, "args": args}
     return spec
 

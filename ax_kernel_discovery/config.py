@@ -34,46 +34,83 @@ class KernelDiscoveryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
-    population_size: int = Field(10, ge=1, le=200, description="N: members kept after each round (paper: 10).")
-    proposals_per_round: int = Field(
-        4, ge=0, le=64, description="New kernels proposed per round (mutations + compositions or LLM forms)."
+    population_size: int = Field(
+        10, ge=1, le=200, description="N: members kept after each round (paper: 10)."
     )
-    criterion: Criterion = Field("loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic.")
-    patience: int = Field(3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3).")
-    fit_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds allowed for validating/fitting one kernel.")
+    proposals_per_round: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="New kernels proposed per round (mutations + compositions or LLM forms).",
+    )
+    criterion: Criterion = Field(
+        "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
+    )
+    patience: int = Field(
+        3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
+    )
+    fit_timeout: float = Field(
+        60.0, gt=0, le=3600, description="Seconds allowed for validating/fitting one kernel."
+    )
     fit_maxiter: int | None = Field(
-        None, ge=1, le=100000, description="Cap on L-BFGS iterations per member fit (None: BoTorch's default)."
+        200,
+        ge=1,
+        le=100000,
+        description="Cap on L-BFGS iterations per member fit and round (fits are warm-started, so "
+        "members keep converging over rounds); None for BoTorch's default.",
     )
     proposer: Literal["offline", "llm", "direct", "none"] = Field(
-        "offline", description="offline evolution operator (default, no key), llm (two-stage), direct, or none."
+        "offline",
+        description="offline evolution operator (default, no key), llm (two-stage), direct, or none.",
     )
     fallback_to_offline: bool = Field(
-        True, description="When the LLM proposer yields nothing usable, use the offline operator for that round."
+        True,
+        description="When the LLM proposer yields nothing usable, use the offline operator for that round.",
     )
     device: str = Field("auto", description="auto (CUDA when available), cpu, cuda or cuda:N.")
     seed: int = Field(0, ge=0, description="Seed of the offline operator and validation points.")
     dedup_threshold: float = Field(
-        0.9999, gt=0.0, le=1.0, description="Cosine similarity of Gram matrices above which a kernel is a duplicate."
+        0.9999,
+        gt=0.0,
+        le=1.0,
+        description="Cosine similarity of Gram matrices above which a kernel is a duplicate.",
     )
-    history_limit: int = Field(200, ge=1, le=100000, description="Rounds of history kept in the saved state.")
-    warm_start: bool = Field(True, description="Start each member's fit from its previous hyperparameters.")
+    history_limit: int = Field(
+        200, ge=1, le=100000, description="Rounds of history kept in the saved state."
+    )
+    warm_start: bool = Field(
+        True, description="Start each member's fit from its previous hyperparameters."
+    )
     # LLM settings (used by proposer="llm" / "direct")
     llm_model: str | None = Field(
         default_factory=lambda: os.environ.get("AXKD_LLM_MODEL"),
         description="litellm model string, or 'local' for the bundled llama.cpp server (env AXKD_LLM_MODEL).",
     )
     llm_api_base: str | None = Field(
-        default_factory=lambda: os.environ.get("AXKD_LLM_API_BASE"), description="OpenAI-compatible base URL."
+        default_factory=lambda: os.environ.get("AXKD_LLM_API_BASE"),
+        description="OpenAI-compatible base URL.",
     )
     llm_temperature: float = Field(0.7, ge=0.0, le=2.0)
     llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds per LLM call.")
     llm_retries: int = Field(2, ge=0, le=10)
-    llm_cache_dir: str | None = Field(None, description="Directory of the on-disk LLM response cache.")
-    llm_mode: Literal["live", "record", "replay"] = Field("live", description="replay answers only from the cache.")
-    num_formulas: int = Field(3, ge=1, le=32, description="Formulas asked of the discovery call per round.")
-    hdbo_guidance: bool = Field(True, description="Include the high-dimensional BO guidance in prompts.")
-    psd_guidance: bool = Field(True, description="Include the PSD-construction guidance in prompts.")
-    repair: bool = Field(False, description="Send a validation failure back to the LLM once (paper: off).")
+    llm_cache_dir: str | None = Field(
+        None, description="Directory of the on-disk LLM response cache."
+    )
+    llm_mode: Literal["live", "record", "replay"] = Field(
+        "live", description="replay answers only from the cache."
+    )
+    num_formulas: int = Field(
+        3, ge=1, le=32, description="Formulas asked of the discovery call per round."
+    )
+    hdbo_guidance: bool = Field(
+        True, description="Include the high-dimensional BO guidance in prompts."
+    )
+    psd_guidance: bool = Field(
+        True, description="Include the PSD-construction guidance in prompts."
+    )
+    repair: bool = Field(
+        False, description="Send a validation failure back to the LLM once (paper: off)."
+    )
 
     @field_validator("device")
     @classmethod

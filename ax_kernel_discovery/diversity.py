@@ -15,7 +15,9 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 
-def reference_points(dim: int, n: int = 40, seed: int = 0, dtype: torch.dtype = torch.float64) -> Tensor:
+def reference_points(
+    dim: int, n: int = 40, seed: int = 0, dtype: torch.dtype = torch.float64
+) -> Tensor:
     """``n`` fixed points in [0,1]^dim (Sobol, scrambled with ``seed``)."""
     engine = torch.quasirandom.SobolEngine(dimension=min(dim, 21201), scramble=True, seed=seed)
     pts = engine.draw(n, dtype=dtype)

@@ -25,6 +25,7 @@ from gpytorch.kernels import (
     RQKernel,
     ScaleKernel,
 )
+from gpytorch.priors import GammaPrior
 
 from ax_kernel_discovery.kernels import (
     BOCKKernel,
@@ -62,7 +63,10 @@ LEAVES: dict[str, tuple[Callable[[int], Kernel], str]] = {
     "bock": (lambda d: BOCKKernel(ard_num_dims=d), BOCKKernel.formula),
     "sl": (lambda d: SphericalLinearKernel(ard_num_dims=d), SphericalLinearKernel.formula),
     "linear": (lambda d: CenteredLinearKernel(ard_num_dims=d), CenteredLinearKernel.formula),
-    "periodic": (lambda d: DimScaledPeriodicKernel(ard_num_dims=d), DimScaledPeriodicKernel.formula),
+    "periodic": (
+        lambda d: DimScaledPeriodicKernel(ard_num_dims=d),
+        DimScaledPeriodicKernel.formula,
+    ),
     "poly2": (_poly2, "(u^T u' + c)^2"),
 }
 
@@ -111,13 +115,18 @@ def _build(spec: Spec, dim: int) -> Kernel:
     if "op" in spec:
         parts = [_build(arg, dim) for arg in spec["args"]]
         if spec["op"] == "sum":
-            return AdditiveKernel(*[p if isinstance(p, ScaleKernel) else ScaleKernel(p) for p in parts])
+            return AdditiveKernel(*[p if isinstance(p, ScaleKernel) else _scaled(p) for p in parts])
         return ProductKernel(*parts)
     warp = spec.get("warp", "identity")
     in_dim = warp_output_dim(warp, dim)
     name = spec["kernel"]
     base = LEAVES[name][0](in_dim) if spec.get("ard", True) else _ISOTROPIC[name](in_dim)
     return base if warp == "identity" else WarpedKernel(base, warp=warp, dim=dim)
+
+
+def _scaled(kernel: Kernel) -> ScaleKernel:
+    """Output scale with BoTorch's classic Gamma(2, 0.15) prior (targets are standardized)."""
+    return ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15))
 
 
 def build_kernel(spec: Spec, dim: int) -> Kernel:
@@ -128,7 +137,7 @@ def build_kernel(spec: Spec, dim: int) -> Kernel:
     """
     validate_spec(spec)
     kernel = _build(spec, dim)
-    return kernel if isinstance(kernel, AdditiveKernel) else ScaleKernel(kernel)
+    return kernel if isinstance(kernel, AdditiveKernel) else _scaled(kernel)
 
 
 def formula(spec: Spec) -> str:

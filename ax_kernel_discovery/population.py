@@ -171,7 +171,13 @@ class Population:
         """What proposers may see: formulas and scores, best first, never data."""
         self.rank()
         return [
-            MemberSummary(name=m.name, formula=m.formula, origin=m.origin, score=m.score, candidate=m.candidate)
+            MemberSummary(
+                name=m.name,
+                formula=m.formula,
+                origin=m.origin,
+                score=m.score,
+                candidate=m.candidate,
+            )
             for m in self.members
         ]
 

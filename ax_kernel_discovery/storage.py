@@ -7,7 +7,11 @@ and the chosen kernel of a :class:`KernelDiscoverySurrogate`.
 
 from __future__ import annotations
 
-from ax.storage.botorch_modular_registry import register_acquisition, register_kernel, register_model
+from ax.storage.botorch_modular_registry import (
+    register_acquisition,
+    register_kernel,
+    register_model,
+)
 from ax.storage.json_store.encoders import surrogate_to_dict
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
 
@@ -20,10 +24,9 @@ def register_storage() -> None:
     if _DONE:
         return
     from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
+    from ax_kernel_discovery.gp import KernelDiscoveryGP
     from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
     from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
-
-    from ax_kernel_discovery.gp import KernelDiscoveryGP
 
     register_kernel(DiscoveredKernel)
     register_model(KernelDiscoveryGP)

@@ -64,7 +64,9 @@ def botorch_step(
         generator_kwargs=generator_kwargs,
         generator_gen_kwargs={
             "model_gen_options": {
-                "optimizer_kwargs": optimizer_options(num_restarts, raw_samples, sample_around_best, maxiter)
+                "optimizer_kwargs": optimizer_options(
+                    num_restarts, raw_samples, sample_around_best, maxiter
+                )
             }
         },
         generator_name=generator_name,
@@ -129,4 +131,9 @@ def kernel_discovery_generation_strategy(
     return GenerationStrategy(name="Sobol+KernelDiscovery", nodes=steps)
 
 
-__all__ = ["LogExpectedImprovement", "botorch_step", "kernel_discovery_generation_strategy", "optimizer_options"]
+__all__ = [
+    "LogExpectedImprovement",
+    "botorch_step",
+    "kernel_discovery_generation_strategy",
+    "optimizer_options",
+]

@@ -40,8 +40,8 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.diversity import cosine_similarity, gram_signature, reference_points
+from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
@@ -51,7 +51,10 @@ from ax_kernel_discovery.selection import num_hyperparameters, prior_covariance,
 logger = logging.getLogger(__name__)
 
 #: Two placeholder configs make Ax call ``model_selection`` on every new dataset.
-_PLACEHOLDER_CONFIGS = [ModelConfig(name="kernel-discovery"), ModelConfig(name="kernel-discovery-population")]
+_PLACEHOLDER_CONFIGS = [
+    ModelConfig(name="kernel-discovery"),
+    ModelConfig(name="kernel-discovery-population"),
+]
 
 
 class RoundRecord(BaseModel):
@@ -77,7 +80,9 @@ class RoundRecord(BaseModel):
     proposer_usage: dict[str, float] = Field(default_factory=dict)
 
 
-def model_config_for(candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None) -> ModelConfig:
+def model_config_for(
+    candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None
+) -> ModelConfig:
     """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
     return ModelConfig(
         botorch_model_class=KernelDiscoveryGP,
@@ -222,7 +227,11 @@ class KernelDiscoverySurrogate(Surrogate):
 
         if not models:
             # every kernel failed: fall back to Ax's default model so the run goes on
-            rec.rejected.append(Rejection(name="*", stage="fit", reason="no kernel could be fitted; using Ax default"))
+            rec.rejected.append(
+                Rejection(
+                    name="*", stage="fit", reason="no kernel could be fitted; using Ax default"
+                )
+            )
             pop.reset_if_empty()
             model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
             best_config = ModelConfig()
@@ -239,7 +248,12 @@ class KernelDiscoverySurrogate(Surrogate):
         self.history.append(rec)
         self.history = self.history[-self.config.history_limit :]
         self.round_index += 1
-        logger.info("kernel discovery round %d: chose %s (%.4g)", rec.round, rec.chosen, rec.chosen_score or math.nan)
+        logger.info(
+            "kernel discovery round %d: chose %s (%.4g)",
+            rec.round,
+            rec.chosen,
+            rec.chosen_score or math.nan,
+        )
         return model, best_config
 
     def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
@@ -259,21 +273,31 @@ class KernelDiscoverySurrogate(Surrogate):
             "round_index": self.round_index,
             "objective_weights": dict(self.objective_weights),
             "populations": {k: p.to_dict() for k, p in self.populations.items()},
-            "history": [r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]],
+            "history": [
+                r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]
+            ],
         }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         self.round_index = int(state.get("round_index", 0))
-        self.objective_weights = {k: float(v) for k, v in state.get("objective_weights", {}).items()}
-        self.populations = {k: Population.from_dict(v) for k, v in state.get("populations", {}).items()}
+        self.objective_weights = {
+            k: float(v) for k, v in state.get("objective_weights", {}).items()
+        }
+        self.populations = {
+            k: Population.from_dict(v) for k, v in state.get("populations", {}).items()
+        }
         self.history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
 
     # --- steps -----------------------------------------------------------------------------
 
     def _new_population(self) -> Population:
-        return Population(start_candidates(), size=self.config.population_size, patience=self.config.patience)
+        return Population(
+            start_candidates(), size=self.config.population_size, patience=self.config.patience
+        )
 
-    def _strike(self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord) -> None:
+    def _strike(
+        self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord
+    ) -> None:
         last = self._last_choice.get(outcome)
         weight = self.objective_weights.get(outcome)
         if last is None or not weight:
@@ -298,11 +322,19 @@ class KernelDiscoverySurrogate(Surrogate):
         try:
             proposal = self.proposer.propose(pop.summaries(), dim, n, self.round_index)
         except Exception as e:  # a proposer must not break the BO loop
-            proposal = Proposal(rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))])
-        if not proposal.candidates and self.config.proposer in ("llm", "direct") and self.config.fallback_to_offline:
+            proposal = Proposal(
+                rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
+            )
+        if (
+            not proposal.candidates
+            and self.config.proposer in ("llm", "direct")
+            and self.config.fallback_to_offline
+        ):
             from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 
-            fallback = OfflineEvolutionProposer(seed=self.config.seed).propose(pop.summaries(), dim, n, self.round_index)
+            fallback = OfflineEvolutionProposer(seed=self.config.seed).propose(
+                pop.summaries(), dim, n, self.round_index
+            )
             proposal.candidates.extend(fallback.candidates)
             proposal.rejections.extend(fallback.rejections)
         return proposal
@@ -317,34 +349,69 @@ class KernelDiscoverySurrogate(Surrogate):
         for member in pop:
             if member.candidate.key not in self._signatures:
                 try:
-                    self._signatures[member.candidate.key] = gram_signature(member.candidate.build(dim).double(), points)
+                    self._signatures[member.candidate.key] = gram_signature(
+                        member.candidate.build(dim).double(), points
+                    )
                 except Exception:  # noqa: BLE001 - signatures are best effort for old members
                     pass
         for cand in candidates:
-            if cand.name in pop or pop.has_key(cand.key) or any(c.key == cand.key for c in accepted):
-                rec.rejected.append(Rejection(name=cand.name, stage="duplicate", reason="same kernel already in population"))
+            if (
+                cand.name in pop
+                or pop.has_key(cand.key)
+                or any(c.key == cand.key for c in accepted)
+            ):
+                rec.rejected.append(
+                    Rejection(
+                        name=cand.name,
+                        stage="duplicate",
+                        reason="same kernel already in population",
+                    )
+                )
                 continue
             if cand.code is not None:
-                result = validate_kernel_code(cand.code, dim, class_name=cand.class_name, fit_timeout=self.config.fit_timeout)
+                result = validate_kernel_code(
+                    cand.code, dim, class_name=cand.class_name, fit_timeout=self.config.fit_timeout
+                )
             else:
-                result = check_kernel(lambda d, c=cand: c.build(d), dim, fit_timeout=self.config.fit_timeout, check_fit=False)
+                result = check_kernel(
+                    lambda d, c=cand: c.build(d),
+                    dim,
+                    fit_timeout=self.config.fit_timeout,
+                    check_fit=False,
+                )
             if not result.ok:
                 rec.rejected.append(
-                    Rejection(name=cand.name, stage=result.stage or "validation", reason=result.reason or "invalid", formula=cand.formula)
+                    Rejection(
+                        name=cand.name,
+                        stage=result.stage or "validation",
+                        reason=result.reason or "invalid",
+                        formula=cand.formula,
+                    )
                 )
                 continue
             try:
                 sig = gram_signature(cand.build(dim).double(), points)
             except Exception as e:  # noqa: BLE001
-                rec.rejected.append(Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}"))
+                rec.rejected.append(
+                    Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")
+                )
                 continue
             twin = next(
-                (k for k, s in self._signatures.items() if cosine_similarity(sig, s) > self.config.dedup_threshold), None
+                (
+                    k
+                    for k, s in self._signatures.items()
+                    if cosine_similarity(sig, s) > self.config.dedup_threshold
+                ),
+                None,
             )
             if twin is not None:
                 rec.rejected.append(
-                    Rejection(name=cand.name, stage="duplicate", reason="Gram matrix equals an existing member's (cosine > "
-                              f"{self.config.dedup_threshold})")
+                    Rejection(
+                        name=cand.name,
+                        stage="duplicate",
+                        reason="Gram matrix equals an existing member's (cosine > "
+                        f"{self.config.dedup_threshold})",
+                    )
                 )
                 continue
             self._signatures[cand.key] = sig
@@ -372,20 +439,32 @@ class KernelDiscoverySurrogate(Surrogate):
             elapsed = time.perf_counter() - t0
             if elapsed > self.config.fit_timeout:
                 rec.rejected.append(
-                    Rejection(name=cand.name, stage="timeout", reason=f"fit took {elapsed:.1f}s > fit_timeout={self.config.fit_timeout}s")
+                    Rejection(
+                        name=cand.name,
+                        stage="timeout",
+                        reason=f"fit took {elapsed:.1f}s > fit_timeout={self.config.fit_timeout}s",
+                    )
                 )
                 return None
             with torch.no_grad():
                 K, y = prior_covariance(model)
                 value = score(self.config.criterion, K, y, num_hyperparameters(model.covar_module))
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
-            rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500]))
+            rec.rejected.append(
+                Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500])
+            )
             return None
         if not math.isfinite(value):
-            rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=f"non-finite {self.config.criterion} score"))
+            rec.rejected.append(
+                Rejection(
+                    name=cand.name, stage="fit", reason=f"non-finite {self.config.criterion} score"
+                )
+            )
             return None
         rec.timings[f"fit:{cand.name}"] = time.perf_counter() - t0
-        self._warm[(outcome, cand.name)] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self._warm[(outcome, cand.name)] = {
+            k: v.detach().clone() for k, v in model.state_dict().items()
+        }
         return model, config, value
 
 

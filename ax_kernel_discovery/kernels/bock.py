@@ -80,7 +80,9 @@ class BOCKKernel(Kernel):
         kappa = 1.0 - (1.0 - r.pow(alpha)).clamp_min(_EPS).pow(beta)
         return kappa, z / r
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
+    ) -> torch.Tensor:
         k1, a1 = self._polar(x1)
         k2, a2 = self._polar(x2)
         ls = self.lengthscale  # (*batch, 1, 1)

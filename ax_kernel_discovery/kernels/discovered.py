@@ -38,13 +38,17 @@ class DiscoveredKernel(Kernel):
     def formula(self) -> str:
         return self.candidate.formula
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
+    ) -> torch.Tensor:
         return self.inner.forward(x1, x2, diag=diag, **params)
 
 
 def _register_argparse() -> None:
     """Tell Ax to fill ``ard_num_dims`` from the dataset when it builds this kernel."""
-    from ax.generators.torch.botorch_modular.input_constructors.covar_modules import covar_module_argparse
+    from ax.generators.torch.botorch_modular.input_constructors.covar_modules import (
+        covar_module_argparse,
+    )
 
     @covar_module_argparse.register(DiscoveredKernel)
     def _argparse_discovered(

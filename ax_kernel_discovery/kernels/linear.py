@@ -27,5 +27,7 @@ class CenteredLinearKernel(LinearKernel):
     def __init__(self, ard_num_dims: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
+    ) -> torch.Tensor:
         return super().forward(clamp_unit(x1) - 0.5, clamp_unit(x2) - 0.5, diag=diag, **params)

@@ -22,7 +22,9 @@ class DimScaledMatern52Kernel(MaternKernel):
         **kwargs: Passed to :class:`gpytorch.kernels.MaternKernel`.
     """
 
-    formula: ClassVar[str] = "k(x, x') = (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), r = ||(x - x') / l||, l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    formula: ClassVar[str] = (
+        "k(x, x') = (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), r = ||(x - x') / l||, l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    )
 
     def __init__(self, ard_num_dims: int, **kwargs: Any) -> None:
         kwargs = {**dim_scaled_lengthscale_kwargs(ard_num_dims), **kwargs}

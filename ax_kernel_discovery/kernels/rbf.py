@@ -24,7 +24,9 @@ class DimScaledRBFKernel(RBFKernel):
         >>> k = DimScaledRBFKernel(ard_num_dims=100)
     """
 
-    formula: ClassVar[str] = "k(x, x') = exp(-0.5 * sum_d (x_d - x'_d)^2 / l_d^2), l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    formula: ClassVar[str] = (
+        "k(x, x') = exp(-0.5 * sum_d (x_d - x'_d)^2 / l_d^2), l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    )
 
     def __init__(self, ard_num_dims: int, **kwargs: Any) -> None:
         kwargs = {**dim_scaled_lengthscale_kwargs(ard_num_dims), **kwargs}

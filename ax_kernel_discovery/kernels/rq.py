@@ -22,7 +22,9 @@ class DimScaledRQKernel(RQKernel):
         **kwargs: Passed to :class:`gpytorch.kernels.RQKernel`.
     """
 
-    formula: ClassVar[str] = "k(x, x') = (1 + r^2 / (2 alpha))^(-alpha), r^2 = sum_d (x_d - x'_d)^2 / l_d^2, l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    formula: ClassVar[str] = (
+        "k(x, x') = (1 + r^2 / (2 alpha))^(-alpha), r^2 = sum_d (x_d - x'_d)^2 / l_d^2, l_d ~ LN(sqrt2 + log sqrt D, sqrt3)"
+    )
 
     def __init__(self, ard_num_dims: int, **kwargs: Any) -> None:
         kwargs = {**dim_scaled_lengthscale_kwargs(ard_num_dims), **kwargs}

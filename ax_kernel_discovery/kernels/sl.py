@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from math import sqrt
+from math import log, sqrt
 from typing import Any, ClassVar
 
 import torch
-from gpytorch.constraints import Positive
+from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
+from gpytorch.priors import LogNormalPrior, NormalPrior
 
 from ax_kernel_discovery.kernels.priors import clamp_unit, dim_scaled_lengthscale_kwargs
+
+
+def _set_global_scale(module: SphericalLinearKernel, value: torch.Tensor) -> None:
+    value = torch.as_tensor(value).to(module.raw_global_scale)
+    module.initialize(raw_global_scale=module.raw_global_scale_constraint.inverse_transform(value))
 
 
 class SphericalLinearKernel(Kernel):
@@ -39,18 +45,26 @@ class SphericalLinearKernel(Kernel):
     )
 
     def __init__(self, ard_num_dims: int, **kwargs: Any) -> None:
-        kwargs = {**dim_scaled_lengthscale_kwargs(ard_num_dims), **kwargs}
-        # the dimension scaling is explicit here (u divides by sqrt D), so start at 1
-        kwargs.pop("lengthscale_prior", None)
+        # the dimension scaling is explicit here (u divides by sqrt D), so the lengthscale
+        # prior is the dimension-free LN(sqrt2, sqrt3) and lengthscales start at 1
+        kwargs = {**dim_scaled_lengthscale_kwargs(1), **kwargs}
         super().__init__(ard_num_dims=ard_num_dims, **kwargs)
         self.initialize(lengthscale=1.0)
         batch = self.batch_shape
         self.register_parameter("raw_global_scale", torch.nn.Parameter(torch.zeros(*batch, 1)))
-        self.register_constraint("raw_global_scale", Positive())
+        self.register_constraint("raw_global_scale", Interval(0.05, 50.0))
         # start with |u| of order one so the projection spreads over the sphere
         init = self.raw_global_scale_constraint.inverse_transform(torch.tensor(3.0))
         self.raw_global_scale.data.fill_(float(init))
+        self.register_prior(
+            "global_scale_prior",
+            LogNormalPrior(log(3.0), 1.0),
+            lambda m: m.global_scale,
+            _set_global_scale,
+        )
         self.register_parameter("raw_weights", torch.nn.Parameter(torch.zeros(*batch, 2)))
+        # keeps the softmax away from saturation (the constant part trades off with the GP mean)
+        self.register_prior("raw_weights_prior", NormalPrior(0.0, 1.0), lambda m: m.raw_weights)
 
     @property
     def global_scale(self) -> torch.Tensor:
@@ -66,7 +80,9 @@ class SphericalLinearKernel(Kernel):
         sq = u.pow(2).sum(-1, keepdim=True)
         return torch.cat([2.0 * u / (1.0 + sq), (sq - 1.0) / (sq + 1.0)], dim=-1)
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
+    ) -> torch.Tensor:
         z1, z2 = self._project(x1), self._project(x2)
         w = self.weights
         if diag:

@@ -60,7 +60,9 @@ class WarpedKernel(Kernel):
             self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(1)))
             self.register_constraint("raw_c", Positive())
             init = 2.0 if warp != "spherical" else 3.0
-            self.raw_c.data.fill_(float(self.raw_c_constraint.inverse_transform(torch.tensor(init))))
+            self.raw_c.data.fill_(
+                float(self.raw_c_constraint.inverse_transform(torch.tensor(init)))
+            )
         elif warp == "kumaraswamy":
             self.register_parameter("raw_a", torch.nn.Parameter(torch.zeros(self.dim)))
             self.register_parameter("raw_b", torch.nn.Parameter(torch.zeros(self.dim)))
@@ -69,7 +71,9 @@ class WarpedKernel(Kernel):
             # start at the identity map (a = b = 1)
             for name in ("raw_a", "raw_b"):
                 constraint = getattr(self, f"{name}_constraint")
-                getattr(self, name).data.fill_(float(constraint.inverse_transform(torch.tensor(1.0))))
+                getattr(self, name).data.fill_(
+                    float(constraint.inverse_transform(torch.tensor(1.0)))
+                )
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """The input warp."""
@@ -90,5 +94,7 @@ class WarpedKernel(Kernel):
         sq = u.pow(2).sum(-1, keepdim=True)
         return torch.cat([2.0 * u / (1.0 + sq), (sq - 1.0) / (sq + 1.0)], dim=-1)
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
+    ) -> torch.Tensor:
         return self.base_kernel.forward(self.phi(x1), self.phi(x2), diag=diag, **params)

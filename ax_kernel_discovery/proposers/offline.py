@@ -85,14 +85,17 @@ class OfflineEvolutionProposer(Proposer):
         proposal = Proposal()
         if not trees:
             proposal.rejections.append(
-                Rejection(name="offline", stage="proposal", reason="no expression-tree members to evolve")
+                Rejection(
+                    name="offline", stage="proposal", reason="no expression-tree members to evolve"
+                )
             )
             return proposal
         self._seen.update(m.candidate.key for m in members)
         num_compose = round(num_proposals * self.composition_fraction) if len(trees) > 1 else 0
         for i in range(num_proposals):
-            compose = i < num_compose
-            for _ in range(self.max_tries):
+            for attempt in range(self.max_tries):
+                # compositions can run out (depth/leaf limits): fall back to mutation
+                compose = i < num_compose and attempt < self.max_tries // 2
                 made = self._compose(trees, rng) if compose else self._mutate(trees, rng)
                 if made is None:
                     continue
@@ -105,7 +108,11 @@ class OfflineEvolutionProposer(Proposer):
                 break
             else:
                 proposal.rejections.append(
-                    Rejection(name=f"off_r{round_index}_{i}", stage="proposal", reason="no novel kernel found")
+                    Rejection(
+                        name=f"off_r{round_index}_{i}",
+                        stage="proposal",
+                        reason="no novel kernel found",
+                    )
                 )
         return proposal
 
@@ -117,7 +124,9 @@ class OfflineEvolutionProposer(Proposer):
         weights = [1.0 / (rank + 1) for rank in range(len(trees))]
         return rng.choices(list(trees), weights=weights, k=1)[0]
 
-    def _mutate(self, trees: Sequence[MemberSummary], rng: random.Random) -> tuple[Spec, list[str], str] | None:
+    def _mutate(
+        self, trees: Sequence[MemberSummary], rng: random.Random
+    ) -> tuple[Spec, list[str], str] | None:
         parent = self._pick(trees, rng)
         spec = copy.deepcopy(parent.candidate.spec)
         assert spec is not None
@@ -125,7 +134,9 @@ class OfflineEvolutionProposer(Proposer):
         nodes = list(leaves(spec))
         if op == "warp":
             node = rng.choice(nodes)
-            node["warp"] = rng.choice([w for w in (*WARPS, "identity") if w != node.get("warp", "identity")])
+            node["warp"] = rng.choice(
+                [w for w in (*WARPS, "identity") if w != node.get("warp", "identity")]
+            )
         elif op == "swap_base":
             dist = [n for n in nodes if n["kernel"] in DISTANCE_KERNELS]
             if not dist:
@@ -143,17 +154,24 @@ class OfflineEvolutionProposer(Proposer):
             spec = {"op": rng.choice(("sum", "product")), "args": [spec, poly]}
         return self._checked(spec, [parent.name], op)
 
-    def _compose(self, trees: Sequence[MemberSummary], rng: random.Random) -> tuple[Spec, list[str], str] | None:
+    def _compose(
+        self, trees: Sequence[MemberSummary], rng: random.Random
+    ) -> tuple[Spec, list[str], str] | None:
         first = self._pick(trees, rng)
         others = [t for t in trees if t.name != first.name]
         if not others:
             return None
         second = rng.choice(others)
         op = rng.choice(("sum", "product"))
-        spec = {"op": op, "args": [copy.deepcopy(first.candidate.spec), copy.deepcopy(second.candidate.spec)]}
+        spec = {
+            "op": op,
+            "args": [copy.deepcopy(first.candidate.spec), copy.deepcopy(second.candidate.spec)],
+        }
         return self._checked(spec, [first.name, second.name], op)
 
-    def _checked(self, spec: Spec, parents: list[str], op: str) -> tuple[Spec, list[str], str] | None:
+    def _checked(
+        self, spec: Spec, parents: list[str], op: str
+    ) -> tuple[Spec, list[str], str] | None:
         if depth(spec) > self.max_depth or len(list(leaves(spec))) > self.max_leaves:
             return None
         try:
@@ -163,7 +181,9 @@ class OfflineEvolutionProposer(Proposer):
         return spec, parents, op
 
     @staticmethod
-    def _candidate(spec: Spec, parents: list[str], op: str, round_index: int, i: int) -> KernelCandidate:
+    def _candidate(
+        spec: Spec, parents: list[str], op: str, round_index: int, i: int
+    ) -> KernelCandidate:
         return KernelCandidate(
             name=f"off_r{round_index}_{i}:{short_name(spec)}",
             formula=formula(spec),

@@ -1,0 +1,114 @@
+"""Shape, symmetry, PSD, diag and gradient checks for every kernel of the package."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gpytorch.kernels import Kernel
+
+from ax_kernel_discovery.expression import LEAVES, build_kernel, leaf
+from ax_kernel_discovery.kernels import (
+    BOCKKernel,
+    DimScaledMatern52Kernel,
+    DimScaledRBFKernel,
+    SphericalLinearKernel,
+    dim_scaled_lengthscale_prior,
+)
+from ax_kernel_discovery.kernels.warped import WARP_FORMULAS
+
+DIM = 7
+
+
+def _x(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _kernels() -> list[tuple[str, Kernel]]:
+    out = [(name, build_kernel(leaf(name), DIM)) for name in LEAVES]
+    out += [(f"matern52@{w}", build_kernel(leaf("matern52", w), DIM)) for w in WARP_FORMULAS]
+    out += [("rq~iso", build_kernel(leaf("rq", ard=False), DIM))]
+    out += [
+        (
+            "composite",
+            build_kernel(
+                {
+                    "op": "product",
+                    "args": [
+                        leaf("bock"),
+                        {"op": "sum", "args": [leaf("sl"), leaf("poly2", "tanh")]},
+                    ],
+                },
+                DIM,
+            ),
+        )
+    ]
+    return [(n, k.double()) for n, k in out]
+
+
+KERNELS = _kernels()
+
+
+@pytest.mark.parametrize(("name", "kernel"), KERNELS, ids=[n for n, _ in KERNELS])
+def test_shapes_symmetry_psd_diag(name: str, kernel: Kernel) -> None:
+    x = _x(12, DIM)
+    x[0, 0], x[1, 1] = -1e-9, 1 + 1e-9  # a hair outside [0, 1], as after Ax's Normalize
+    K = kernel(x, x).to_dense()
+    assert K.shape == (12, 12)
+    assert torch.allclose(K, K.T, atol=1e-10)
+    assert torch.linalg.eigvalsh(K).min() > -1e-8 * K.abs().max()
+    assert torch.allclose(kernel(x, x, diag=True), torch.diagonal(K), atol=1e-8)
+    assert kernel(_x(5, DIM), _x(1, DIM, seed=1)).to_dense().shape == (5, 1)
+    assert kernel(_x(3, DIM), _x(7, DIM, seed=1)).to_dense().shape == (3, 7)
+    assert kernel(_x(2, 4, DIM), _x(2, 3, DIM, seed=1)).to_dense().shape == (2, 4, 3)
+    assert torch.isfinite(K).all()
+
+
+@pytest.mark.parametrize(("name", "kernel"), KERNELS, ids=[n for n, _ in KERNELS])
+def test_gradients_reach_every_parameter(name: str, kernel: Kernel) -> None:
+    x = _x(6, DIM)
+    kernel.zero_grad()
+    kernel(x, _x(4, DIM, seed=2)).to_dense().sum().backward()
+    for pname, p in kernel.named_parameters():
+        assert p.grad is not None, f"{name}: no gradient for {pname}"
+        assert torch.isfinite(p.grad).all(), f"{name}: non-finite gradient for {pname}"
+
+
+def test_dim_scaled_prior_matches_paper() -> None:
+    prior = dim_scaled_lengthscale_prior(100)
+    assert prior.loc.item() == pytest.approx(2**0.5 + 0.5 * torch.log(torch.tensor(100.0)).item())
+    assert prior.scale.item() == pytest.approx(3**0.5)
+    rbf = DimScaledRBFKernel(ard_num_dims=100)
+    assert rbf.lengthscale.shape == (1, 100)
+    assert rbf.lengthscale[0, 0].item() == pytest.approx(prior.mode.item(), rel=1e-6)
+    assert DimScaledMatern52Kernel(ard_num_dims=3).nu == 2.5
+
+
+def test_bock_is_radial_times_angular() -> None:
+    k = BOCKKernel(ard_num_dims=4).double()
+    centre = torch.full((1, 4), 0.5, dtype=torch.float64)
+    # points on the same ray from the centre have the same direction: angular term = sum(w)
+    a = centre + 0.2 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
+    b = centre + 0.4 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
+    opposite = centre - 0.2 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
+    k_same, k_opp = k(a, b).to_dense().item(), k(a, opposite).to_dense().item()
+    # opposite directions with equal radii: radial term 1, angular sum_p w_p (-1)^p
+    w = k.angular_weights.detach()
+    assert k_opp == pytest.approx(float(w[0] - w[1] + w[2]), rel=1e-6)
+    assert k(a, a).to_dense().item() == pytest.approx(float(w.sum()), rel=1e-6)
+    assert k_same < k(a, a).to_dense().item()
+
+
+def test_sl_lives_on_the_sphere() -> None:
+    k = SphericalLinearKernel(ard_num_dims=5).double()
+    z = k._project(_x(10, 5))
+    assert torch.allclose(z.norm(dim=-1), torch.ones(10, dtype=torch.float64))
+    w0, w1 = k.weights.detach()
+    diag = k(_x(3, 5), _x(3, 5)).to_dense().diagonal().detach()
+    assert torch.allclose(diag, torch.full((3,), float(w0 + w1), dtype=torch.float64))
+    # far-apart points are less similar than identical ones
+    far = (
+        k(torch.zeros(1, 5, dtype=torch.float64), torch.ones(1, 5, dtype=torch.float64))
+        .to_dense()
+        .item()
+    )
+    assert far < float(w0 + w1)

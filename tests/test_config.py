@@ -1,0 +1,48 @@
+"""Configuration errors name the field and the allowed values."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from ax_kernel_discovery import KernelDiscoveryConfig
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"population_size": 0}, r"population_size\n.*greater than or equal to 1"),
+        ({"proposals_per_round": 65}, r"proposals_per_round\n.*less than or equal to 64"),
+        ({"criterion": "aic"}, r"criterion\n.*'loo_crps', 'loo_crps_bic', 'mll' or 'bic'"),
+        ({"device": "gpu"}, r"device\n.*'auto', 'cpu', 'cuda' or 'cuda:N'"),
+        ({"fit_timeout": 0}, r"fit_timeout\n.*greater than 0"),
+        ({"proposer": "gpt"}, r"proposer\n.*'offline', 'llm', 'direct' or 'none'"),
+        ({"popsize": 3}, r"popsize\n.*Extra inputs are not permitted"),
+    ],
+)
+def test_bad_values_fail_at_construction(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        KernelDiscoveryConfig(**kwargs)
+
+
+def test_defaults_follow_the_paper() -> None:
+    cfg = KernelDiscoveryConfig()
+    assert cfg.population_size == 10
+    assert cfg.patience == 3
+    assert cfg.criterion == "loo_crps"
+    assert cfg.proposer == "offline"
+    assert cfg.resolved_device() in ("cpu", "cuda")
+
+
+def test_cuda_without_cuda_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        KernelDiscoveryConfig(device="cuda").resolved_device()
+    assert KernelDiscoveryConfig(device="auto").resolved_device() == "cpu"
+
+
+def test_round_trips_through_json() -> None:
+    cfg = KernelDiscoveryConfig(population_size=7, criterion="bic", llm_model=None)
+    assert KernelDiscoveryConfig.model_validate_json(cfg.model_dump_json()) == cfg

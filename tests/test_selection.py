@@ -1,0 +1,115 @@
+"""LOO-CRPS and the other criteria against brute force and BoTorch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.cross_validation import efficient_loo_cv
+from botorch.models import SingleTaskGP
+
+from ax_kernel_discovery import loo_crps
+from ax_kernel_discovery.selection import (
+    gaussian_crps,
+    log_marginal_likelihood,
+    loo_predictive,
+    prior_covariance,
+    score,
+)
+
+
+def _spd(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 3, generator=g, dtype=torch.float64)
+    K = torch.exp(-0.5 * torch.cdist(X, X).pow(2) / 0.3**2) + 0.05 * torch.eye(
+        n, dtype=torch.float64
+    )
+    y = torch.randn(n, generator=g, dtype=torch.float64)
+    return K, y
+
+
+def _crps_numeric(mu: float, sigma: float, y: float) -> float:
+    """CRPS = int_{-inf}^{y} F^2 dt + int_{y}^{inf} (1 - F)^2 dt, by the trapezoid rule."""
+    normal = torch.distributions.Normal(
+        torch.tensor(mu, dtype=torch.float64), torch.tensor(sigma, dtype=torch.float64)
+    )
+    lo = torch.linspace(mu - 15 * sigma, y, 100001, dtype=torch.float64)
+    hi = torch.linspace(y, mu + 15 * sigma, 100001, dtype=torch.float64)
+    return float(
+        torch.trapezoid(normal.cdf(lo) ** 2, lo) + torch.trapezoid((1 - normal.cdf(hi)) ** 2, hi)
+    )
+
+
+def test_loo_crps_equals_brute_force_leave_one_out() -> None:
+    K, y = _spd(15)
+    n = len(y)
+    crps = []
+    for i in range(n):
+        keep = [j for j in range(n) if j != i]
+        Kk, ki = K[keep][:, keep], K[keep, i]
+        mu = ki @ torch.linalg.solve(Kk, y[keep])
+        var = K[i, i] - ki @ torch.linalg.solve(Kk, ki)
+        crps.append(gaussian_crps(mu, var.sqrt(), y[i]))
+    brute = torch.stack(crps).mean()
+    assert float(loo_crps(K, y)) == pytest.approx(float(brute), abs=1e-8)
+
+
+def test_gaussian_crps_closed_form_matches_integral() -> None:
+    for mu, sigma, y in [(0.0, 1.0, 0.3), (1.5, 0.4, -0.2), (-2.0, 2.5, 1.0)]:
+        t = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+        closed = float(gaussian_crps(t(mu), t(sigma), t(y)))
+        assert closed == pytest.approx(_crps_numeric(mu, sigma, y), abs=1e-6)
+
+
+def test_loo_crps_uses_the_prior_of_a_fitted_model_like_botorch() -> None:
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(12, 4, generator=g, dtype=torch.float64)
+    Y = torch.sin(5 * X.sum(-1, keepdim=True))
+    model = SingleTaskGP(X, Y, outcome_transform=None)  # as Ax builds it
+    model.eval()  # the helper must switch to the prior (train mode) itself
+    K, yc = prior_covariance(model)
+    assert not model.training
+    mu, var = loo_predictive(K, yc)
+    cv = efficient_loo_cv(model)
+    mean_b = cv.posterior.mean.reshape(-1)
+    var_b = cv.posterior.variance.reshape(-1)
+    prior_mean = float(model.mean_module.constant)
+    assert torch.allclose(mu + prior_mean, mean_b, atol=1e-8)
+    assert torch.allclose(var, var_b, atol=1e-8)
+
+
+def test_eval_mode_posterior_would_give_a_different_score() -> None:
+    g = torch.Generator().manual_seed(2)
+    X = torch.rand(10, 2, generator=g, dtype=torch.float64)
+    Y = torch.cos(4 * X.sum(-1, keepdim=True))
+    model = SingleTaskGP(X, Y)
+    K, yc = prior_covariance(model)
+    model.eval()
+    post = model.likelihood(model(X)).covariance_matrix.detach()
+    assert float(loo_crps(K, yc)) != pytest.approx(float(loo_crps(post, yc)), rel=1e-3)
+
+
+def test_criteria() -> None:
+    K, y = _spd(10, seed=3)
+    n = 10
+    lml = float(log_marginal_likelihood(K, y))
+    expected = float(
+        torch.distributions.MultivariateNormal(torch.zeros(n, dtype=torch.float64), K).log_prob(y)
+    )
+    assert lml == pytest.approx(expected, abs=1e-9)
+    assert score("mll", K, y, 5) == pytest.approx(-lml / n)
+    assert score("bic", K, y, 5) == pytest.approx(5 * math.log(n) - 2 * lml)
+    assert score("loo_crps_bic", K, y, 5) == pytest.approx(
+        float(loo_crps(K, y)) + 5 * math.log(n) / n
+    )
+    with pytest.raises(ValueError, match="unknown criterion"):
+        score("aic", K, y, 5)
+
+
+def test_bad_shapes_are_clear_errors() -> None:
+    K, y = _spd(4)
+    with pytest.raises(ValueError, match="square"):
+        loo_crps(K[:3], y)
+    with pytest.raises(ValueError, match=r"y must have shape \(4,\)"):
+        loo_crps(K, y[:3])

@@ -1,0 +1,168 @@
+"""KernelDiscoverySurrogate inside Ax: Client loop, history, storage round trip, failures."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ax.api import Client
+from ax.api.configs import RangeParameterConfig
+from ax.utils.common.logger import set_ax_logger_levels
+
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    KernelDiscoverySurrogate,
+    kernel_discovery_generation_strategy,
+)
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.proposers.base import Proposal, Proposer
+
+set_ax_logger_levels(logging.WARNING)
+
+DIM = 20
+FAST = {"num_restarts": 2, "raw_samples": 64, "maxiter": 30}
+CONFIG = KernelDiscoveryConfig(population_size=6, proposals_per_round=2, fit_maxiter=60, seed=0)
+
+
+def objective(params: dict) -> float:
+    x = np.array([params[f"x{i}"] for i in range(DIM)])
+    return float(((x[:3] - 0.3) ** 2).sum() + 0.1 * np.sin(5 * x[3]))
+
+
+def make_client(config: KernelDiscoveryConfig = CONFIG) -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
+    )
+    client.configure_optimization("-f")
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(config, num_sobol=10, **FAST)
+    )
+    return client
+
+
+def run_batch(client: Client, q: int) -> None:
+    """Ask until q trials are out (Ax hands out one trial at a node transition), then complete."""
+    trials: dict = {}
+    while len(trials) < q:
+        trials.update(client.get_next_trials(max_trials=q - len(trials)))
+    for index, params in trials.items():
+        client.complete_trial(index, raw_data={"f": objective(params)})
+
+
+def surrogate_of(client: Client) -> KernelDiscoverySurrogate:
+    node = client._generation_strategy._nodes[-1]
+    return node.generator_specs[0].generator_kwargs["surrogate"]
+
+
+@pytest.fixture(scope="module")
+def two_rounds() -> Client:
+    client = make_client()
+    run_batch(client, 10)
+    run_batch(client, 4)
+    run_batch(client, 4)
+    return client
+
+
+def test_client_loop_runs_rounds_of_kernel_discovery(two_rounds: Client) -> None:
+    s = surrogate_of(two_rounds)
+    assert [r.round for r in s.history] == [0, 1]
+    assert [r.n for r in s.history] == [10, 14]
+    for rec in s.history:
+        assert rec.chosen is not None
+        assert rec.chosen == min(rec.scores, key=rec.scores.get), (
+            "chosen is not the LOO-CRPS minimizer"
+        )
+        assert rec.chosen_score == pytest.approx(rec.scores[rec.chosen])
+        assert set(rec.accepted) <= set(rec.proposed)
+        assert len(rec.proposed) == 2
+        assert {"propose", "validate", "fit_and_score", "total"} <= set(rec.timings)
+        assert all(np.isfinite(v) and v > 0 for v in rec.scores.values())
+    assert len(s.population) <= CONFIG.population_size
+    assert all(m.score is not None for m in s.population)
+    assert [m.score for m in s.population] == sorted(m.score for m in s.population)
+    assert s.objective_weights == {"f": -1.0}, (
+        "the acquisition did not report the objective direction"
+    )
+    assert s.history[1].previous_improved is not None
+    # the chosen kernel's model is the one Ax used
+    models_used = (
+        two_rounds._experiment.trials[17].generator_runs[0].gen_metadata.get("models_used")
+    )
+    assert models_used is None or s.history[-1].chosen in str(models_used)
+    assert len(two_rounds._experiment.trials) == 18
+
+
+def test_json_save_load_keeps_population_and_continues(two_rounds: Client, tmp_path: Path) -> None:
+    s = surrogate_of(two_rounds)
+    path = tmp_path / "run.json"
+    two_rounds.save_to_json_file(str(path))
+    loaded = Client.load_from_json_file(str(path))
+    s2 = surrogate_of(loaded)
+    assert isinstance(s2, KernelDiscoverySurrogate)
+    assert s2 is not s
+    assert [m.name for m in s2.population] == [m.name for m in s.population]
+    assert [m.score for m in s2.population] == pytest.approx([m.score for m in s.population])
+    assert [m.formula for m in s2.population] == [m.formula for m in s.population]
+    assert len(s2.history) == len(s.history) and s2.round_index == s.round_index
+    assert s2.config == s.config
+    run_batch(loaded, 4)
+    assert len(s2.history) == 3 and s2.history[-1].round == 2 and s2.history[-1].n == 18
+    survivors = set(m.name for m in s.population) & set(s2.history[-1].scores)
+    assert survivors, "the reloaded run did not start from the saved population"
+
+
+class _Exploding(Proposer):
+    name = "exploding"
+
+    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
+        raise RuntimeError("LLM unreachable")
+
+
+class _BadCode(Proposer):
+    name = "badcode"
+
+    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
+        code = (
+            "import torch\nfrom gpytorch.kernels import Kernel\n"
+            "class Bad(Kernel):\n"
+            "    def __init__(self, ard_num_dims=None, **kw):\n        super().__init__(**kw)\n"
+            "    def forward(self, x1, x2, diag=False, **params):\n"
+            "        d = torch.cdist(x1, x2)\n        return torch.cos(3.14159 * d ** 2) + torch.eye(x1.size(-2))\n"
+        )
+        return Proposal(
+            candidates=[
+                KernelCandidate(
+                    name="bad", formula="cos(pi d^2) + I", origin="discovery", code=code
+                )
+            ],
+            rejections=[Rejection(name="garbage", stage="parse", reason="no formula block")],
+        )
+
+
+@pytest.mark.parametrize("proposer", [_Exploding(), _BadCode()], ids=["raises", "bad-code"])
+def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> None:
+    client = make_client(
+        KernelDiscoveryConfig(population_size=5, proposals_per_round=1, fit_maxiter=40)
+    )
+    surrogate_of(client)._proposer = proposer
+    run_batch(client, 10)
+    run_batch(client, 2)
+    rec = surrogate_of(client).history[-1]
+    assert rec.chosen is not None
+    reasons = {r.name: r for r in rec.rejected}
+    if isinstance(proposer, _Exploding):
+        assert (
+            reasons["exploding"].stage == "proposal"
+            and "LLM unreachable" in reasons["exploding"].reason
+        )
+    else:
+        assert reasons["garbage"].stage == "parse"
+        assert reasons["bad"].stage in ("shape", "psd")
+        assert "bad" not in [m.name for m in surrogate_of(client).population]
+    assert len(client._experiment.trials) == 12
