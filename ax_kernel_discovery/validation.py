@@ -1,0 +1,515 @@
+"""Checks that a kernel may join the population.
+
+A proposed kernel (an LLM-written ``gpytorch.kernels.Kernel`` subclass or a trusted
+expression tree) joins the population only if it passes, in order:
+
+1. ``load``: ``factory(dim)`` builds a :class:`gpytorch.kernels.Kernel`;
+2. ``shape``: in float64, on inputs uniform in :math:`[0, 1]^D` (a few entries a hair
+   outside the cube), ``forward`` returns exactly ``... x n1 x n2`` for
+   ``(N,D)x(N,D)``, ``(5,D)x(1,D)``, ``(3,D)x(7,D)``, ``(1,4,D)x(1,3,D)`` and
+   ``(2,N,D)x(2,M,D)``; these catch the shape bugs of LLM-written kernels (a
+   ``torch.eye(x1.size(-2))`` added to a rectangular matrix, radii taken from the
+   diagonal of a cross matrix);
+3. ``diag``: ``forward(x, x, diag=True)`` has shape ``(N,)`` and equals the diagonal of
+   the full matrix (:class:`~gpytorch.kernels.ScaleKernel` and posterior variances call
+   ``forward(..., diag=True)`` directly, so a kernel that ignores ``diag`` breaks them);
+4. ``finite``: every output is finite;
+5. ``gradient``: the gradient of :math:`\\sum_{ij} K_{ij}` exists and is finite for
+   every kernel parameter;
+6. ``psd``: :math:`K(X, X)` is symmetric, the Cholesky factor of
+   :math:`K + \\text{jitter}\\, I` exists and the smallest eigenvalue is above
+   :math:`-10^{-6} \\lambda_{\\max}`; GPyTorch's silent jitter retries are switched off;
+7. ``fit`` / ``timeout``: a :class:`botorch.models.SingleTaskGP` with
+   ``ScaleKernel(kernel)`` fits a smooth function on ``n`` random points within
+   ``fit_timeout`` seconds and gives a finite posterior at 5 test points.
+
+:func:`check_kernel` runs the checks in this process and is meant for trusted
+factories (the package's own kernels, expression trees). Untrusted source goes through
+:func:`validate_kernel_code`, which runs the same checks in a resource-limited child
+process (:mod:`ax_kernel_discovery.sandbox`). No check raises: every failure is a
+:class:`ValidationResult` with ``ok=False``, the ``stage`` that failed and a readable
+``reason``.
+
+Example:
+    >>> from gpytorch.kernels import RBFKernel
+    >>> check_kernel(lambda d: RBFKernel(ard_num_dims=d), dim=10).ok
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import gpytorch
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "CheckTimeout",
+    "ValidationOptions",
+    "ValidationResult",
+    "check_kernel",
+    "validate_kernel_code",
+]
+
+STAGES = (
+    "syntax",
+    "sandbox",
+    "load",
+    "shape",
+    "diag",
+    "gradient",
+    "psd",
+    "finite",
+    "fit",
+    "timeout",
+    "error",
+)
+
+
+@dataclass
+class ValidationResult:
+    """Outcome of the validation of one kernel.
+
+    Args:
+        ok: Whether every check passed.
+        reason: The first failed check, human readable (``None`` when ``ok``).
+        stage: Where it failed: one of ``syntax``, ``sandbox``, ``load``, ``shape``,
+            ``diag``, ``gradient``, ``psd``, ``finite``, ``fit``, ``timeout``, ``error``.
+        timings: Seconds spent per phase.
+    """
+
+    ok: bool
+    reason: str | None = None
+    stage: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (what the sandbox child sends back)."""
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "stage": self.stage,
+            "timings": dict(self.timings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ValidationResult:
+        """Inverse of :meth:`to_dict`; raises ``ValueError`` on malformed data."""
+        if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+            raise ValueError(f"not a validation result: {data!r:.200}")
+        reason, stage = data.get("reason"), data.get("stage")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError(f"bad reason {reason!r:.100}")
+        if stage is not None and stage not in STAGES:
+            raise ValueError(f"bad stage {stage!r:.100}")
+        timings = data.get("timings") or {}
+        if not isinstance(timings, dict):
+            raise ValueError(f"bad timings {timings!r:.100}")
+        return cls(
+            ok=data["ok"],
+            reason=reason,
+            stage=stage,
+            timings={str(k): float(v) for k, v in timings.items()},
+        )
+
+
+class ValidationOptions(BaseModel):
+    """Settings of the kernel checks and of the sandbox child that runs them."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    n: int = Field(20, ge=2, description="Number of points N of the checks and of the GP fit.")
+    high_dim: int = Field(
+        1000, ge=1, description="From this input dimension on, the checks use `n_high_dim` points."
+    )
+    n_high_dim: int = Field(
+        12, ge=2, description="N of the shape/diag/gradient/PSD checks when dim >= high_dim."
+    )
+    jitter: float = Field(1e-6, ge=0.0, description="Jitter added before the Cholesky check.")
+    eig_tol: float = Field(
+        1e-6, ge=0.0, description="Smallest eigenvalue must exceed -eig_tol * largest."
+    )
+    diag_rtol: float = Field(1e-6, ge=0.0, description="Relative tolerance of the diag check.")
+    diag_atol: float = Field(1e-8, ge=0.0, description="Absolute tolerance of the diag check.")
+    fit_timeout: float = Field(
+        60.0, gt=0.0, description="Wall-clock limit (s) of the GP fit check."
+    )
+    fit_maxiter: int = Field(
+        100,
+        ge=1,
+        description="L-BFGS iterations of the fit check (it tests that fitting works, not "
+        "that it converges).",
+    )
+    check_fit: bool = Field(True, description="Run the GP fit check.")
+    seed: int = Field(0, description="Seed of the random test inputs.")
+    memory_mb: int = Field(
+        4096,
+        ge=1024,
+        description="Address-space limit of the sandbox child (MB); `import torch` "
+        "alone maps about 0.8 GB.",
+    )
+    wall_margin: float = Field(
+        30.0,
+        gt=0.0,
+        description="Seconds added to fit_timeout for the sandbox child's wall-clock limit "
+        "(interpreter start, imports and the checks before the fit).",
+    )
+    cpu_seconds: int | None = Field(
+        None,
+        ge=1,
+        description="CPU-time limit of the sandbox child; derived from the wall-clock "
+        "limit when not given.",
+    )
+
+    @model_validator(mode="after")
+    def _derive_cpu_seconds(self) -> ValidationOptions:
+        if self.cpu_seconds is None:
+            # Single-threaded child: CPU time <= wall time, plus slack for start-up.
+            self.cpu_seconds = int(math.ceil(self.wall_limit)) + 5
+        return self
+
+    @property
+    def wall_limit(self) -> float:
+        """Wall-clock limit (s) of the sandbox child."""
+        return self.fit_timeout + self.wall_margin
+
+    def updated(self, **overrides: Any) -> ValidationOptions:
+        """A validated copy with ``overrides`` applied (cpu_seconds re-derived)."""
+        data = self.model_dump()
+        if "cpu_seconds" not in overrides and any(
+            k in overrides for k in ("fit_timeout", "wall_margin")
+        ):
+            data["cpu_seconds"] = None
+        data.update(overrides)
+        return ValidationOptions(**data)
+
+
+class CheckTimeout(BaseException):
+    """Raised (by a signal handler of the sandbox child) when time is up.
+
+    A ``BaseException`` so that ``except Exception`` in kernel code does not swallow it.
+    """
+
+
+class _Failure(Exception):
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 300:
+        first = first[:300] + "..."
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
+
+
+def _is_memory_error(err: BaseException) -> bool:
+    if isinstance(err, MemoryError):
+        return True
+    msg = str(err).lower()
+    return isinstance(err, RuntimeError) and (
+        "can't allocate memory" in msg or "out of memory" in msg or "not enough memory" in msg
+    )
+
+
+def _dense(out: Any) -> torch.Tensor:
+    if hasattr(out, "to_dense") and not isinstance(out, torch.Tensor):
+        out = out.to_dense()
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"forward returned {type(out).__name__}, not a tensor")
+    return out
+
+
+def _inputs(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """Uniform [0, 1] inputs with a few entries a hair outside the cube."""
+    x = torch.rand(*shape, generator=gen, dtype=torch.float64)
+    flat = x.view(-1)
+    flat[0] = -1e-9
+    if flat.numel() > 1:
+        flat[-1] = 1.0 + 1e-9
+    if flat.numel() > 2:
+        flat[flat.numel() // 2] = 0.0
+    return x
+
+
+def _smooth_function(x: torch.Tensor) -> torch.Tensor:
+    """A smooth test function on [0, 1]^D that depends on every coordinate."""
+    d = x.size(-1)
+    return (
+        torch.sin(2.0 * math.pi * x[..., 0])
+        + torch.sin(3.0 * x).mean(-1)
+        + ((x - 0.5) ** 2).sum(-1) / d
+    ).unsqueeze(-1)
+
+
+@contextmanager
+def _phase(name: str, timings: dict[str, float], stage: str | None = None) -> Iterator[None]:
+    """Time a phase; turn unexpected exceptions into a failure of ``stage``."""
+    start = time.perf_counter()
+    try:
+        yield
+    except (_Failure, CheckTimeout):
+        raise
+    except Exception as err:  # noqa: BLE001 - the kernel is arbitrary code
+        stage = stage or name
+        if _is_memory_error(err):
+            raise _Failure(
+                "error", f"memory: {name} check ran out of memory ({_describe(err)})"
+            ) from err
+        raise _Failure(stage, f"{stage}: kernel raised {_describe(err)}") from err
+    finally:
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
+
+def check_kernel(
+    factory: Callable[[int], gpytorch.kernels.Kernel],
+    dim: int,
+    options: ValidationOptions | None = None,
+    **overrides: Any,
+) -> ValidationResult:
+    """Run the validation checks on the kernel ``factory(dim)`` in this process.
+
+    Args:
+        factory: Builds a fresh kernel for input dimension ``dim``, e.g.
+            ``lambda d: MyKernel(ard_num_dims=d)``. Called twice (checks and fit).
+        dim: Input dimension D.
+        options: Check settings (defaults: :class:`ValidationOptions`).
+        **overrides: Fields of :class:`ValidationOptions` to override.
+
+    Returns:
+        The :class:`ValidationResult`; never raises for a bad kernel.
+
+    Example:
+        >>> from gpytorch.kernels import MaternKernel
+        >>> check_kernel(lambda d: MaternKernel(ard_num_dims=d), 5, check_fit=False).ok
+        True
+    """
+    opts = options or ValidationOptions()
+    if overrides:
+        opts = opts.updated(**overrides)
+    timings: dict[str, float] = {}
+    phase = "load"
+    try:
+        with (
+            gpytorch.settings.cholesky_max_tries(0),
+            gpytorch.settings.lazily_evaluate_kernels(False),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")
+            kernel = _build(factory, dim, timings)
+            phase = "checks"
+            _run_checks(kernel, dim, opts, timings)
+            if opts.check_fit:
+                phase = "fit"
+                _check_fit(factory, dim, opts, timings)
+    except _Failure as failure:
+        return ValidationResult(False, failure.reason, failure.stage, timings)
+    except CheckTimeout:
+        return ValidationResult(
+            False, f"timeout: time limit reached during the {phase} phase", "timeout", timings
+        )
+    except Exception as err:  # noqa: BLE001 - never raise into the caller
+        return ValidationResult(False, f"error: {_describe(err)}", "error", timings)
+    return ValidationResult(True, None, None, timings)
+
+
+def _build(
+    factory: Callable[[int], gpytorch.kernels.Kernel], dim: int, timings: dict[str, float]
+) -> gpytorch.kernels.Kernel:
+    with _phase("load", timings):
+        kernel = factory(dim)
+        if not isinstance(kernel, gpytorch.kernels.Kernel):
+            raise _Failure(
+                "load", f"load: factory returned {type(kernel).__name__}, not a gpytorch Kernel"
+            )
+        kernel = kernel.to(dtype=torch.float64)
+    return kernel
+
+
+def _run_checks(
+    kernel: gpytorch.kernels.Kernel, dim: int, opts: ValidationOptions, timings: dict[str, float]
+) -> None:
+    n = opts.n if dim < opts.high_dim else min(opts.n, opts.n_high_dim)
+    m = max(2, n // 2 + 1)
+    gen = torch.Generator().manual_seed(opts.seed)
+    x = _inputs((n, dim), gen)
+    cases: list[tuple[str, torch.Tensor, torch.Tensor]] = [
+        (f"({n},D)x({n},D)", x, x),
+        ("(5,D)x(1,D)", _inputs((5, dim), gen), _inputs((1, dim), gen)),
+        ("(3,D)x(7,D)", _inputs((3, dim), gen), _inputs((7, dim), gen)),
+        ("(1,4,D)x(1,3,D)", _inputs((1, 4, dim), gen), _inputs((1, 3, dim), gen)),
+        (f"(2,{n},D)x(2,{m},D)", _inputs((2, n, dim), gen), _inputs((2, m, dim), gen)),
+    ]
+    kernel.eval()
+    outputs: list[tuple[str, torch.Tensor]] = []
+    with torch.no_grad(), _phase("shape", timings):
+        for label, x1, x2 in cases:
+            try:
+                out = _dense(kernel.forward(x1, x2))
+            except Exception as err:  # noqa: BLE001
+                if _is_memory_error(err):
+                    raise
+                raise _Failure("shape", f"shape: {label} raised {_describe(err)}") from err
+            expected = torch.Size((*x1.shape[:-2], x1.size(-2), x2.size(-2)))
+            if out.shape != expected:
+                raise _Failure(
+                    "shape", f"shape: {label} gave {out.shape}, expected {tuple(expected)}"
+                )
+            outputs.append((label, out))
+
+    full = outputs[0][1]
+    with torch.no_grad(), _phase("diag", timings):
+        try:
+            diag = _dense(kernel.forward(x, x, diag=True))
+        except Exception as err:  # noqa: BLE001
+            if _is_memory_error(err):
+                raise
+            raise _Failure("diag", f"diag: diag=True raised {_describe(err)}") from err
+        if diag.shape != torch.Size((n,)):
+            raise _Failure(
+                "diag", f"diag: diag=True on ({n},D)x({n},D) gave {diag.shape}, expected ({n},)"
+            )
+        ref = full.diagonal(dim1=-2, dim2=-1)
+        if not torch.allclose(diag, ref, rtol=opts.diag_rtol, atol=opts.diag_atol, equal_nan=True):
+            err = (diag - ref).abs().nan_to_num(nan=float("inf")).max().item()
+            raise _Failure(
+                "diag",
+                f"diag: diag=True differs from the diagonal of the full matrix "
+                f"(max abs difference {err:.3g})",
+            )
+        outputs.append(("diag=True", diag))
+
+    with _phase("finite", timings):
+        for label, out in outputs:
+            if not torch.isfinite(out).all():
+                bad = int((~torch.isfinite(out)).sum())
+                raise _Failure("finite", f"finite: {label} has {bad} non-finite entries")
+        asym = (full - full.transpose(-2, -1)).abs().max().item()
+        scale = max(full.abs().max().item(), 1e-300)
+        if asym > 1e-8 * scale + 1e-12:
+            raise _Failure("psd", f"psd: K(X, X) is not symmetric (max |K - K^T| = {asym:.3g})")
+
+    with _phase("gradient", timings):
+        params = [(name, p) for name, p in kernel.named_parameters() if p.requires_grad]
+        kernel.zero_grad(set_to_none=True)
+        if params:
+            total = _dense(kernel.forward(x, x)).sum()
+            if not total.requires_grad:
+                raise _Failure(
+                    "gradient", "gradient: the Gram matrix does not depend on any parameter"
+                )
+            grads = torch.autograd.grad(total, [p for _, p in params], allow_unused=True)
+            for (name, _), grad in zip(params, grads, strict=True):
+                if grad is None:
+                    raise _Failure("gradient", f"gradient: no gradient for parameter {name}")
+                if not torch.isfinite(grad).all():
+                    raise _Failure(
+                        "gradient", f"gradient: non-finite gradient for parameter {name}"
+                    )
+
+    with torch.no_grad(), _phase("psd", timings):
+        sym = 0.5 * (full + full.transpose(-2, -1))
+        eye = torch.eye(n, dtype=sym.dtype)
+        _, info = torch.linalg.cholesky_ex(sym + opts.jitter * eye)
+        if int(info) != 0:
+            raise _Failure(
+                "psd",
+                f"psd: Cholesky of K(X, X) + {opts.jitter:g} I failed (info={int(info)})",
+            )
+        eig = torch.linalg.eigvalsh(sym)
+        lo, hi = eig.min().item(), eig.max().item()
+        if lo < -opts.eig_tol * max(abs(hi), 1e-300):
+            raise _Failure(
+                "psd", f"psd: K(X, X) has a negative eigenvalue {lo:.3g} (largest {hi:.3g})"
+            )
+
+
+def _check_fit(
+    factory: Callable[[int], gpytorch.kernels.Kernel],
+    dim: int,
+    opts: ValidationOptions,
+    timings: dict[str, float],
+) -> None:
+    from botorch.exceptions.errors import ModelFittingError
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from gpytorch.kernels import ScaleKernel
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    gen = torch.Generator().manual_seed(opts.seed + 1)
+    train_x = torch.rand(opts.n, dim, generator=gen, dtype=torch.float64)
+    train_y = _smooth_function(train_x)
+    test_x = torch.rand(5, dim, generator=gen, dtype=torch.float64)
+    start = time.perf_counter()
+    with _phase("fit", timings):
+        kernel = factory(dim)
+        model = SingleTaskGP(train_x, train_y, covar_module=ScaleKernel(kernel))
+        model = model.to(dtype=torch.float64)
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fit_gpytorch_mll(
+                    mll,
+                    optimizer_kwargs={
+                        "timeout_sec": opts.fit_timeout,
+                        "options": {"maxiter": opts.fit_maxiter},
+                    },
+                    max_attempts=1,
+                    warning_handler=lambda w: True,
+                )
+            except ModelFittingError as err:
+                cause = err.__context__ or err.__cause__
+                detail = f" ({_describe(cause)})" if cause is not None else ""
+                raise _Failure("fit", f"fit: fitting the GP failed{detail}") from err
+        elapsed = time.perf_counter() - start
+        timed_out = any("timed out" in str(w.message) for w in caught)
+        if timed_out or elapsed > opts.fit_timeout:
+            raise _Failure(
+                "timeout",
+                f"timeout: GP fit took {elapsed:.1f} s (limit {opts.fit_timeout:g} s)",
+            )
+        with torch.no_grad():
+            post = model.posterior(test_x)
+            mean, var = post.mean, post.variance
+        if not (torch.isfinite(mean).all() and torch.isfinite(var).all()):
+            raise _Failure("fit", "fit: posterior at 5 test points is not finite")
+        if (var < -1e-8).any():
+            raise _Failure("fit", "fit: posterior variance is negative")
+
+
+def validate_kernel_code(
+    code: str, dim: int, class_name: str | None = None, **options: Any
+) -> ValidationResult:
+    """Validate untrusted kernel source in a resource-limited child process.
+
+    The source is first checked statically (:func:`~ax_kernel_discovery.sandbox.check_source`),
+    then loaded with restricted builtins and run through :func:`check_kernel` with
+    ``factory = lambda d: cls(ard_num_dims=d)`` in the child.
+
+    Args:
+        code: Source of a module defining a ``gpytorch.kernels.Kernel`` subclass.
+        dim: Input dimension D.
+        class_name: Class to take (first Kernel subclass defined in ``code`` if None).
+        **options: Fields of :class:`ValidationOptions`.
+
+    Returns:
+        The :class:`ValidationResult`; never raises for bad code.
+    """
+    from ax_kernel_discovery.sandbox import run_isolated
+
+    try:
+        opts = ValidationOptions(**options)
+    except Exception as err:  # noqa: BLE001 - bad options are a caller error, but report it
+        return ValidationResult(False, f"error: bad options ({_describe(err)})", "error")
+    return run_isolated(code, dim, class_name, opts)
