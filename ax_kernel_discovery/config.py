@@ -53,11 +53,11 @@ class KernelDiscoveryConfig(BaseModel):
         60.0, gt=0, le=3600, description="Seconds allowed for validating/fitting one kernel."
     )
     fit_maxiter: int | None = Field(
-        200,
+        50,
         ge=1,
         le=100000,
-        description="Cap on L-BFGS iterations per member fit and round (fits are warm-started, so "
-        "members keep converging over rounds); None for BoTorch's default.",
+        description="L-BFGS iterations per round for a member warm-started from last round's "
+        "hyperparameters (new kernels get 4x); members keep converging over rounds. None: BoTorch's default.",
     )
     proposer: Literal["offline", "llm", "direct", "none"] = Field(
         "offline",

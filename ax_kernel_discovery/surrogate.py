@@ -426,8 +426,11 @@ class KernelDiscoverySurrogate(Surrogate):
         outcome: str,
         rec: RoundRecord,
     ) -> tuple[Model, ModelConfig, float] | None:
-        config = model_config_for(cand, self.config.fit_timeout, self.config.fit_maxiter)
         warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
+        maxiter = self.config.fit_maxiter
+        if maxiter is not None and warm is None:
+            maxiter *= 4  # a cold start needs more iterations than a warm one
+        config = model_config_for(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:
             try:
