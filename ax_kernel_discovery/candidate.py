@@ -90,16 +90,6 @@ def _canonical(spec: Any) -> Any:
     return spec
 
 
-def _canonical(spec: Any) -> Any:
-    """Spec with the arguments of commutative operators sorted (a + b == b + a)."""
-    if isinstance(spec, dict) and "op" in spec:
-        args = sorted(
-            (_canonical(a) for a in spec["args"]), key=lambda a: json.dumps(a, sort_keys=True)
-        )
-        return {**spec, "args": args}
-    return spec
-
-
 _CLASS_CACHE: dict[tuple[str, str | None], type] = {}
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -117,7 +117,7 @@ _CRITERIA: dict[str, Callable[[Tensor, Tensor, int, int], Tensor | float]] = {
 }
 
 
-def prior_covariance(model: torch.nn.Module) -> tuple[Tensor, Tensor]:
+def prior_covariance(model: Any) -> tuple[Tensor, Tensor]:
     """Noisy prior covariance and centred targets of a fitted single-output GPyTorch model.
 
     Evaluates the model in *train* mode (the prior, with input transforms applied by

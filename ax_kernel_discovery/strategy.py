@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ax.adapter.registry import Generators
-from ax.generation_strategy.generation_node import GenerationStep
+from ax.generation_strategy.generation_node import GenerationNode, GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
@@ -46,7 +46,7 @@ def botorch_step(
     maxiter: int = 300,
     device: str = "cpu",
     generator_name: str | None = None,
-) -> GenerationStep:
+) -> GenerationNode:
     """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines)."""
     import torch
 
@@ -110,7 +110,7 @@ def kernel_discovery_generation_strategy(
     if num_sobol < 1:
         raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
     surrogate = surrogate or KernelDiscoverySurrogate(config)
-    steps = [
+    steps: list[GenerationNode] = [
         GenerationStep(
             generator=Generators.SOBOL,
             num_trials=num_sobol,

@@ -374,7 +374,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 )
             else:
                 result = check_kernel(
-                    lambda d, c=cand: c.build(d),
+                    cand.build,
                     dim,
                     fit_timeout=self.config.fit_timeout,
                     check_fit=False,
@@ -451,7 +451,8 @@ class KernelDiscoverySurrogate(Surrogate):
                 return None
             with torch.no_grad():
                 K, y = prior_covariance(model)
-                value = score(self.config.criterion, K, y, num_hyperparameters(model.covar_module))
+                covar = model.covar_module
+                value = score(self.config.criterion, K, y, num_hyperparameters(covar))  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
             rec.rejected.append(
                 Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500])

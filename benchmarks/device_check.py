@@ -34,11 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     set_ax_logger_levels(logging.ERROR)
     config = KernelDiscoveryConfig(device=args.device)
     device = config.resolved_device()
-    print(f"torch {torch.__version__}; cuda available: {torch.cuda.is_available()}; running on {device}")
+    print(
+        f"torch {torch.__version__}; cuda available: {torch.cuda.is_available()}; running on {device}"
+    )
     problem = Ackley(dim=args.dim, effective_dim=10)
     client = Client(random_seed=0)
     client.configure_experiment(
-        parameters=[RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0)) for i in range(args.dim)]
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(args.dim)
+        ]
     )
     client.configure_optimization("-f")
     gs = kernel_discovery_generation_strategy(config, num_sobol=20)

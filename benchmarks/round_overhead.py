@@ -40,11 +40,18 @@ from ax_kernel_discovery.surrogate import model_config_for
 
 def _experiment(n: int, dim: int, seed: int) -> tuple[Client, np.ndarray, np.ndarray]:
     problem = Ackley(dim=dim, effective_dim=10, seed=seed)
-    X = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed).draw(n, dtype=torch.float64).numpy()
+    X = (
+        torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed)
+        .draw(n, dtype=torch.float64)
+        .numpy()
+    )
     y = problem.evaluate(X)
     client = Client(random_seed=seed)
     client.configure_experiment(
-        parameters=[RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0)) for i in range(dim)]
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(dim)
+        ]
     )
     client.configure_optimization("-f")
     return client, X, y
@@ -62,14 +69,22 @@ def _round(gs: GenerationStrategy, client: Client, q: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure(n: int, dim: int, q: int, device: str, seed: int, opt: dict, kd_options: dict) -> dict[str, float]:
+def measure(
+    n: int, dim: int, q: int, device: str, seed: int, opt: dict, kd_options: dict
+) -> dict[str, float]:
     out: dict[str, float] = {}
     for method in ("rbf", "kd"):
         client, X, y = _experiment(n, dim, seed)
         if method == "rbf":
-            surrogate = Surrogate(surrogate_spec=SurrogateSpec(model_configs=[model_config_for(base_candidate("rbf"))]))
+            surrogate = Surrogate(
+                surrogate_spec=SurrogateSpec(
+                    model_configs=[model_config_for(base_candidate("rbf"))]
+                )
+            )
         else:
-            surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=10, device=device, seed=seed, **kd_options))
+            surrogate = KernelDiscoverySurrogate(
+                KernelDiscoveryConfig(population_size=10, device=device, seed=seed, **kd_options)
+            )
         gs = GenerationStrategy(nodes=[botorch_step(surrogate, device=device, **opt)], name=method)
         _attach(client, X[: n - q], y[: n - q])
         _round(gs, client, q)  # warm-up (fills the KD population)
@@ -84,7 +99,9 @@ def measure(n: int, dim: int, q: int, device: str, seed: int, opt: dict, kd_opti
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--dims", type=int, nargs="+", default=[100, 388])
     parser.add_argument("--q", type=int, default=4, help="candidates per round (joint q-batch)")
@@ -94,16 +111,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num-restarts", type=int, default=4)
     parser.add_argument("--raw-samples", type=int, default=512)
     parser.add_argument("--maxiter", type=int, default=300)
-    parser.add_argument("--fit-maxiter", type=int, default=None, help="KD member fit cap (default: config's)")
+    parser.add_argument(
+        "--fit-maxiter", type=int, default=None, help="KD member fit cap (default: config's)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     set_ax_logger_levels(logging.ERROR)
-    opt = {"num_restarts": args.num_restarts, "raw_samples": args.raw_samples, "maxiter": args.maxiter}
+    opt = {
+        "num_restarts": args.num_restarts,
+        "raw_samples": args.raw_samples,
+        "maxiter": args.maxiter,
+    }
     print(
         f"torch {torch.__version__}, threads={torch.get_num_threads()}, device={args.device}, q={args.q}, "
         f"acquisition: qLogNEI, {opt}"
     )
-    print(f"{'n':>5} {'D':>5} {'RBF round s':>12} {'KD round s':>11} {'ratio':>6} {'KD members':>10} {'KD fit+score s':>15}")
+    print(
+        f"{'n':>5} {'D':>5} {'RBF round s':>12} {'KD round s':>11} {'ratio':>6} {'KD members':>10} {'KD fit+score s':>15}"
+    )
     for n in args.n:
         for dim in args.dims:
             kd_options = {} if args.fit_maxiter is None else {"fit_maxiter": args.fit_maxiter}

@@ -24,12 +24,18 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.utils.common.logger import set_ax_logger_levels
 
-from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate, kernel_discovery_generation_strategy
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    KernelDiscoverySurrogate,
+    kernel_discovery_generation_strategy,
+)
 from ax_kernel_discovery.benchmarks import Hartmann6
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--sobol", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=6)
@@ -43,14 +49,17 @@ def main(argv: list[str] | None = None) -> None:
     client = Client(random_seed=args.seed)
     client.configure_experiment(
         parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0)) for i in range(args.dim)
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(args.dim)
         ]
     )
     client.configure_optimization("-hartmann6")
     config = KernelDiscoveryConfig(seed=args.seed)
     strategy = kernel_discovery_generation_strategy(config, num_sobol=args.sobol)
     client.set_generation_strategy(strategy)
-    surrogate: KernelDiscoverySurrogate = strategy._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
+    surrogate: KernelDiscoverySurrogate = (
+        strategy._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
+    )
 
     def run_batch(q: int) -> None:
         trials: dict = {}
@@ -64,8 +73,10 @@ def main(argv: list[str] | None = None) -> None:
         df = client._experiment.lookup_data().df
         return float(df["mean"].min())
 
-    print(f"Hartmann-6 in {args.dim}-D (optimum {problem.optimum:.4f}); {args.sobol} Sobol points, "
-          f"{args.rounds} rounds of {args.batch}; torch threads = {torch.get_num_threads()}")
+    print(
+        f"Hartmann-6 in {args.dim}-D (optimum {problem.optimum:.4f}); {args.sobol} Sobol points, "
+        f"{args.rounds} rounds of {args.batch}; torch threads = {torch.get_num_threads()}"
+    )
     run_batch(args.sobol)
     print(f"Sobol: best {best():.4f}")
     for _ in range(args.rounds):
@@ -79,7 +90,9 @@ def main(argv: list[str] | None = None) -> None:
         )
 
     print("\n=== summary ===")
-    print(f"best value {best():.4f} after {len(client._experiment.trials)} evaluations (optimum {problem.optimum:.4f})")
+    print(
+        f"best value {best():.4f} after {len(client._experiment.trials)} evaluations (optimum {problem.optimum:.4f})"
+    )
     print("kernels chosen:", dict(Counter(r.chosen for r in surrogate.history)))
     rejected = Counter(r.stage for rec in surrogate.history for r in rec.rejected)
     print("rejections by stage:", dict(rejected) or "none")
