@@ -1,0 +1,133 @@
+"""Analyse what a kernel-discovery run found: choices, acceptance, structure, lineage.
+
+Works on a live :class:`KernelDiscoverySurrogate` or on one loaded from an Ax Client
+JSON file (``load_surrogate``)::
+
+    from ax_kernel_discovery.analysis import load_surrogate, discovery_report
+    print(discovery_report(load_surrogate("run.json")))
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ax_kernel_discovery.expression import leaves
+from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+
+
+def load_surrogate(path: str | Path) -> KernelDiscoverySurrogate:
+    """The kernel-discovery surrogate of an Ax Client saved with ``save_to_json_file``."""
+    from ax.api import Client
+
+    import ax_kernel_discovery  # noqa: F401  (registers the storage classes)
+
+    client = Client.load_from_json_file(str(path))
+    gs = client._generation_strategy
+    if gs is None:
+        raise ValueError(f"{path} has no generation strategy")
+    for node in gs._nodes:
+        for spec in node.generator_specs:
+            surrogate = spec.generator_kwargs.get("surrogate")
+            if isinstance(surrogate, KernelDiscoverySurrogate):
+                return surrogate
+    raise ValueError(
+        f"{path} holds no KernelDiscoverySurrogate (was the run made with kernel discovery?)"
+    )
+
+
+def summarize(surrogate: KernelDiscoverySurrogate) -> dict[str, Any]:
+    """Counts over the run's history and final population."""
+    history = surrogate.history
+    proposed = sum(len(r.proposed) for r in history)
+    accepted = sum(len(r.accepted) for r in history)
+    chosen = Counter(r.chosen for r in history if r.chosen)
+    population = list(surrogate.population)
+    structure: Counter[str] = Counter()
+    warps: Counter[str] = Counter()
+    for m in population:
+        if m.candidate.spec is not None:
+            for node in leaves(m.candidate.spec):
+                structure[node["kernel"]] += 1
+                warps[node.get("warp", "identity")] += 1
+    return {
+        "rounds": len(history),
+        "proposed": proposed,
+        "accepted": accepted,
+        "acceptance_rate": accepted / proposed if proposed else None,
+        "rejections_by_stage": dict(Counter(r.stage for rec in history for r in rec.rejected)),
+        "chosen": dict(chosen.most_common()),
+        "chosen_origin": dict(
+            Counter(_origin_of(surrogate, r.chosen) for r in history if r.chosen)
+        ),
+        "population_origin": dict(Counter(m.origin for m in population)),
+        "leaf_kernels": dict(structure.most_common()),
+        "warps": dict(warps.most_common()),
+        "resets": surrogate.population.resets,
+        "mean_selection_seconds": (sum(r.timings.get("total", 0.0) for r in history) / len(history))
+        if history
+        else None,
+    }
+
+
+def lineage(surrogate: KernelDiscoverySurrogate, name: str) -> list[str]:
+    """Ancestry of a current member, nearest first, as far as the population still knows it."""
+    members = {m.name: m for m in surrogate.population}
+    if name not in members:
+        raise KeyError(f"{name!r} is not in the population; members: {sorted(members)}")
+    out: list[str] = []
+    frontier = list(members[name].parents)
+    while frontier:
+        parent = frontier.pop(0)
+        if parent in out:
+            continue
+        out.append(parent)
+        if parent in members:
+            frontier.extend(members[parent].parents)
+    return out
+
+
+def discovery_report(surrogate: KernelDiscoverySurrogate) -> str:
+    """A Markdown report: per-round table, final population with formulas, summary."""
+    s = summarize(surrogate)
+    lines = ["# Kernel discovery report", ""]
+    lines += [
+        f"- rounds: {s['rounds']}; proposed {s['proposed']}, accepted {s['accepted']}"
+        + (f" ({100 * s['acceptance_rate']:.0f}%)" if s["acceptance_rate"] is not None else ""),
+        f"- rejections by stage: {s['rejections_by_stage'] or 'none'}",
+        f"- chosen kernels: {s['chosen']}",
+        f"- chosen by origin: {s['chosen_origin']}; population by origin: {s['population_origin']}",
+        f"- leaf kernels in the population: {s['leaf_kernels']}; warps: {s['warps']}",
+        f"- population resets: {s['resets']}",
+        "",
+        "## Rounds",
+        "",
+        "| round | n | chosen | score | accepted/proposed | struck | rejections | selection s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in surrogate.history:
+        rej = Counter(x.stage for x in r.rejected)
+        score = f"{r.chosen_score:.4f}" if r.chosen_score is not None else "-"
+        lines.append(
+            f"| {r.round} | {r.n} | {r.chosen} | {score} | {len(r.accepted)}/{len(r.proposed)} | "
+            f"{r.struck or ''} | {dict(rej) or ''} | {r.timings.get('total', 0.0):.1f} |"
+        )
+    lines += ["", "## Final population (best first)", ""]
+    for m in surrogate.population:
+        score = f"{m.score:.4f}" if m.score is not None else "-"
+        parents = ", ".join(m.parents) or "-"
+        lines += [
+            f"- **{m.name}** ({m.origin}, score {score}, chosen {m.times_chosen}x, parents: {parents})",
+            f"  `{m.formula}`",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _origin_of(surrogate: KernelDiscoverySurrogate, name: str | None) -> str:
+    for m in surrogate.population:
+        if m.name == name:
+            return m.origin
+    if name is None:
+        return "none"
+    return "base" if ":" not in name and not name.startswith(("llm_", "direct_")) else "dropped"
