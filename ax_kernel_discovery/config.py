@@ -63,6 +63,11 @@ class KernelDiscoveryConfig(BaseModel):
         "offline",
         description="offline evolution operator (default, no key), llm (two-stage), direct, or none.",
     )
+    overlap_proposals: bool = Field(
+        False,
+        description="Ask the LLM proposer for next round's kernels right after selection, so its latency "
+        "overlaps Ax's acquisition optimization (proposals then predate next round's strike).",
+    )
     fallback_to_offline: bool = Field(
         True,
         description="When the LLM proposer yields nothing usable, use the offline operator for that round.",

@@ -27,6 +27,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -45,7 +46,7 @@ from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
-from ax_kernel_discovery.proposers.base import Proposal, Proposer
+from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
 from ax_kernel_discovery.selection import num_hyperparameters, prior_covariance, score
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._warm: dict[tuple[str, str], dict[str, Tensor]] = {}
         self._signatures: dict[str, Tensor] = {}
         self._last_choice: dict[str, tuple[str, set[int]]] = {}
+        self._prefetch: dict[tuple[str, int, int], Future[Proposal]] = {}
+        self._executor: ThreadPoolExecutor | None = None
         if state:
             self._load_state(state)
 
@@ -193,11 +196,12 @@ class KernelDiscoverySurrogate(Surrogate):
         rec.reset = pop.reset_if_empty()
 
         t0 = time.perf_counter()
-        proposal = self._propose(pop, dim)
+        proposal = self._propose(pop, dim, outcome)
         rec.timings["propose"] = time.perf_counter() - t0
         rec.proposed = [c.name for c in proposal.candidates]
         rec.rejected.extend(proposal.rejections)
         rec.proposer_usage = dict(proposal.usage)
+        rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
 
         t0 = time.perf_counter()
         accepted = self._validate(proposal.candidates, pop, dim, rec)
@@ -248,6 +252,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self.history.append(rec)
         self.history = self.history[-self.config.history_limit :]
         self.round_index += 1
+        self._start_prefetch(pop, dim, outcome)
         logger.info(
             "kernel discovery round %d: chose %s (%.4g)",
             rec.round,
@@ -315,16 +320,20 @@ class KernelDiscoverySurrogate(Surrogate):
                 rec.dropped.append(name)
                 self._warm.pop((outcome, name), None)
 
-    def _propose(self, pop: Population, dim: int) -> Proposal:
+    def _propose(self, pop: Population, dim: int, outcome: str) -> Proposal:
         n = self.config.proposals_per_round
         if n == 0 or self.config.proposer == "none":
             return Proposal()
-        try:
-            proposal = self.proposer.propose(pop.summaries(), dim, n, self.round_index)
-        except Exception as e:  # a proposer must not break the BO loop
-            proposal = Proposal(
-                rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
-            )
+        proposal = None
+        prefetched = self._prefetch.pop((outcome, self.round_index, dim), None)
+        if prefetched is not None:
+            try:
+                proposal = prefetched.result(timeout=self.config.llm_timeout * 3)
+                proposal.timings["prefetched"] = 1.0
+            except Exception as e:  # noqa: BLE001 - fall through to a fresh call
+                logger.info("prefetched proposal failed (%r); proposing again", e)
+        if proposal is None:
+            proposal = self._safe_propose(pop.summaries(), dim, n, self.round_index)
         if (
             not proposal.candidates
             and self.config.proposer in ("llm", "direct")
@@ -338,6 +347,45 @@ class KernelDiscoverySurrogate(Surrogate):
             proposal.candidates.extend(fallback.candidates)
             proposal.rejections.extend(fallback.rejections)
         return proposal
+
+    def _safe_propose(
+        self, members: list[MemberSummary], dim: int, n: int, round_index: int
+    ) -> Proposal:
+        try:
+            return self.proposer.propose(members, dim, n, round_index)
+        except Exception as e:  # a proposer must not break the BO loop
+            return Proposal(
+                rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
+            )
+
+    def _start_prefetch(self, pop: Population, dim: int, outcome: str) -> None:
+        """Ask the proposer for next round's kernels now, while Ax optimizes the acquisition.
+
+        The proposals are made from the population as it stands after this round's
+        update (next round's strike is not yet known), which hides LLM latency behind
+        the acquisition optimization.
+        """
+        if not self.config.overlap_proposals or self.config.proposals_per_round == 0:
+            return
+        if self.config.proposer in ("offline", "none"):
+            return  # nothing to hide: the offline operator takes milliseconds
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="axkd-propose")
+        key = (outcome, self.round_index, dim)  # already advanced to the next round
+        self._prefetch[key] = self._executor.submit(
+            self._safe_propose,
+            pop.summaries(),
+            dim,
+            self.config.proposals_per_round,
+            self.round_index,
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Ax deep-copies surrogates; in-flight proposals and their thread stay behind
+        state = self.__dict__.copy()
+        state["_prefetch"] = {}
+        state["_executor"] = None
+        return state
 
     def _validate(
         self, candidates: list[KernelCandidate], pop: Population, dim: int, rec: RoundRecord

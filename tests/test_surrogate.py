@@ -166,3 +166,46 @@ def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> N
         assert reasons["bad"].stage in ("shape", "psd")
         assert "bad" not in [m.name for m in surrogate_of(client).population]
     assert len(client._experiment.trials) == 12
+
+
+class _Recording(Proposer):
+    """Offline operator that records which thread asked for which round."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
+
+        self.inner = OfflineEvolutionProposer(seed=1)
+        self.calls: list[tuple[int, str]] = []
+
+    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
+        import threading
+
+        self.calls.append((round_index, threading.current_thread().name))
+        return self.inner.propose(members, dim, num_proposals, round_index)
+
+
+def test_overlap_asks_for_next_rounds_proposals_during_acquisition() -> None:
+    config = KernelDiscoveryConfig(
+        population_size=5,
+        proposals_per_round=2,
+        fit_maxiter=40,
+        proposer="llm",
+        overlap_proposals=True,
+    )
+    client = make_client(config)
+    recorder = _Recording()
+    surrogate_of(client)._proposer = recorder
+    run_batch(client, 10)
+    run_batch(client, 2)
+    run_batch(client, 2)
+    s = surrogate_of(client)
+    assert recorder.calls[0] == (0, "MainThread")
+    assert (1, "MainThread") not in recorder.calls
+    assert any(r == 1 and t.startswith("axkd-propose") for r, t in recorder.calls)
+    assert s.history[1].timings.get("proposer:prefetched") == 1.0
+    assert s.history[1].proposed and all(n.startswith("off_r1_") for n in s.history[1].proposed)
+    import copy
+
+    assert copy.deepcopy(s)._prefetch == {}  # Ax deep-copies surrogates: no thread state travels
