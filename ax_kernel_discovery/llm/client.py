@@ -1,0 +1,558 @@
+"""The one door to language models: litellm with retries, a cost ledger and a cache.
+
+Every LLM call of the package goes through :class:`LLMClient`. It adds to
+``litellm.completion``:
+
+* retries with exponential backoff on transient errors (rate limits, timeouts,
+  connection and server errors), then :class:`LLMError`;
+* a per-run ledger (:attr:`LLMClient.ledger`) with tokens, latency and cost per call;
+* an on-disk response cache (one JSON file per call, keyed by the sha256 of model,
+  messages, parameters and seed) with three modes: ``live`` (read through the cache
+  when one is set), ``record`` (always call, then store) and ``replay`` (answer only
+  from the cache, so a run can be reproduced without any LLM).
+
+API keys are never arguments: litellm reads them from the environment
+(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...). The model defaults to
+``$AXKD_LLM_MODEL`` and the base URL to ``$AXKD_LLM_API_BASE``.
+
+Example:
+    >>> client = LLMClient("gpt-4o", cache_dir=Path("runs/llm-cache"))  # doctest: +SKIP
+    >>> client.complete([{"role": "user", "content": "Say hi"}], stage="test")  # doctest: +SKIP
+    >>> client.summary()["total_tokens"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+#: Documented environment variables (read here and nowhere else).
+ENV_MODEL = "AXKD_LLM_MODEL"
+ENV_API_BASE = "AXKD_LLM_API_BASE"
+
+Mode = Literal["live", "replay", "record"]
+Message = Mapping[str, str]
+
+# Parameters that change what the model answers (part of the cache key). Anything
+# else passed to `complete` (timeouts, mock responses, ...) is sent but not hashed.
+_KEYED_PARAMS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "stop",
+        "seed",
+        "n",
+        "presence_penalty",
+        "frequency_penalty",
+        "response_format",
+    }
+)
+_RETRYABLE_NAMES = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed for good (after retries), or replay found no cached answer.
+
+    Attributes:
+        stage: Stage label of the call.
+        attempts: How many times the call was sent.
+        cause: The last underlying exception, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stage: str = "",
+        attempts: int = 0,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.attempts = attempts
+        self.cause = cause
+
+
+@dataclass
+class LedgerRecord:
+    """One LLM call as the ledger sees it."""
+
+    stage: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    ok: bool = True
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    key: str = ""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class LLMRequest:
+    """One call for :meth:`LLMClient.complete_many`."""
+
+    messages: Sequence[Message]
+    stage: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _import_litellm() -> Any:
+    # litellm downloads its price map at import unless told not to.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stdout
+    return litellm
+
+
+def cache_key(
+    model: str,
+    messages: Sequence[Message],
+    params: Mapping[str, Any],
+    seed: int | None,
+    occurrence: int = 0,
+) -> str:
+    """sha256 over what determines an answer: model, messages, parameters, seed.
+
+    ``occurrence`` counts earlier identical calls in the same run, so a run that asks
+    the same question twice replays both answers in order.
+    """
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "params": {k: params[k] for k in sorted(params) if k in _KEYED_PARAMS and k != "seed"},
+        "seed": seed,
+    }
+    if occurrence:
+        payload["occurrence"] = occurrence
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class LLMClient:
+    """Chat completions through litellm, with retries, a ledger and a response cache.
+
+    Args:
+        model: litellm model string (``gpt-4o``, ``anthropic/claude-sonnet-4-5``,
+            ``ollama/qwen2.5-coder``, ``openai/<alias>`` with ``api_base``). Defaults
+            to ``$AXKD_LLM_MODEL``. ``"local"`` is handled by :func:`make_client`.
+        api_base: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio,
+            the local GGUF). Defaults to ``$AXKD_LLM_API_BASE``.
+        temperature: Default sampling temperature.
+        max_tokens: Default completion budget per call.
+        timeout: Seconds per attempt.
+        num_retries: Retries after the first attempt on transient errors.
+        backoff_s: First backoff; doubles each retry (with up to 25% jitter).
+        max_backoff_s: Upper bound of one backoff.
+        cache_dir: Directory of the JSON response cache (None: no cache).
+        mode: ``live`` (read-through cache if ``cache_dir``), ``record`` (always call,
+            store) or ``replay`` (cache only; misses raise :class:`LLMError`).
+        seed: Default seed sent to the provider and used in the cache key.
+        max_workers: Threads for :meth:`complete_many`.
+        extra_params: Sent with every call (e.g. ``{"api_version": ...}``).
+
+    Example:
+        >>> client = LLMClient("openai/fake", api_base="http://127.0.0.1:8000/v1")
+        >>> client.model
+        'openai/fake'
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        api_base: str | None = None,
+        *,
+        temperature: float = 0.7,
+        max_tokens: int = 2048,
+        timeout: float = 120.0,
+        num_retries: int = 3,
+        backoff_s: float = 2.0,
+        max_backoff_s: float = 60.0,
+        cache_dir: Path | str | None = None,
+        mode: Mode = "live",
+        seed: int | None = None,
+        max_workers: int = 4,
+        extra_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        model = model or os.environ.get(ENV_MODEL)
+        if not model:
+            raise ValueError(f"no LLM model given and ${ENV_MODEL} is not set")
+        if mode not in ("live", "replay", "record"):
+            raise ValueError(f"mode must be live, replay or record, not {mode!r}")
+        if mode != "live" and cache_dir is None:
+            raise ValueError(f"mode={mode!r} needs a cache_dir")
+        self.model = model
+        self.api_base = api_base or os.environ.get(ENV_API_BASE) or None
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.num_retries = num_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.mode: Mode = mode
+        self.seed = seed
+        self.max_workers = max_workers
+        self.extra_params = dict(extra_params or {})
+        self.ledger: list[LedgerRecord] = []
+        self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}
+        self._owned_server: Any = None  # a LocalLLMServer this client stops on close()
+        if self.cache_dir is not None:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ calls
+    def complete(self, messages: Sequence[Message], stage: str, **params: Any) -> str:
+        """Send one chat and return the reply text.
+
+        Args:
+            messages: OpenAI-style ``[{"role": ..., "content": ...}]``.
+            stage: Label for the ledger (``discovery``, ``conversion``, ...).
+            **params: Per-call overrides (``temperature``, ``max_tokens``, ``seed``,
+                ``stop``, ...) and litellm extras (e.g. ``mock_response``).
+
+        Returns:
+            The reply content (``""`` if the model returned none).
+
+        Raises:
+            LLMError: Every attempt failed, a non-retryable error occurred, or
+                ``replay`` found no cached answer.
+        """
+        call = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        call.update(self.extra_params)
+        call.update(params)
+        seed = call.pop("seed", self.seed)
+        base_key = cache_key(self.model, messages, call, seed)
+        with self._lock:
+            occurrence = self._seen.get(base_key, 0)
+            self._seen[base_key] = occurrence + 1
+        key = (
+            base_key if occurrence == 0 else cache_key(self.model, messages, call, seed, occurrence)
+        )
+
+        if self.cache_dir is not None and self.mode in ("live", "replay"):
+            hit = self._cache_read(key)
+            if hit is not None:
+                usage = hit.get("usage", {})
+                self._record(
+                    LedgerRecord(
+                        stage=stage,
+                        model=self.model,
+                        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                        completion_tokens=int(usage.get("completion_tokens", 0)),
+                        cached=True,
+                        key=key,
+                    )
+                )
+                return str(hit["response"])
+            if self.mode == "replay":
+                self._record(
+                    LedgerRecord(
+                        stage=stage, model=self.model, ok=False, error="not in cache", key=key
+                    )
+                )
+                raise LLMError(
+                    f"not in cache (replay mode): stage={stage!r} key={key[:16]} in {self.cache_dir}",
+                    stage=stage,
+                )
+
+        text, record, usage = self._call_with_retries(messages, stage, call, seed, key)
+        if self.cache_dir is not None:
+            self._cache_write(key, messages, call, seed, text, usage, stage)
+        return text
+
+    def complete_many(
+        self,
+        requests: Sequence[LLMRequest],
+        *,
+        max_workers: int | None = None,
+    ) -> list[str | LLMError]:
+        """Run several calls concurrently (thread pool); results keep the input order.
+
+        Failures are returned as :class:`LLMError` values instead of being raised.
+        """
+        if not requests:
+            return []
+
+        def one(req: LLMRequest) -> str | LLMError:
+            try:
+                return self.complete(req.messages, req.stage, **req.params)
+            except LLMError as exc:
+                return exc
+            except Exception as exc:  # noqa: BLE001 - never let a worker kill the batch
+                return LLMError(f"{type(exc).__name__}: {exc}", stage=req.stage, cause=exc)
+
+        workers = max(1, min(max_workers or self.max_workers, len(requests)))
+        if workers == 1:
+            return [one(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="axkd-llm") as pool:
+            return list(pool.map(one, requests))
+
+    # --------------------------------------------------------------- internals
+    def _call_with_retries(
+        self,
+        messages: Sequence[Message],
+        stage: str,
+        call: dict[str, Any],
+        seed: int | None,
+        key: str,
+    ) -> tuple[str, LedgerRecord, dict[str, int]]:
+        litellm = _import_litellm()
+        kwargs: dict[str, Any] = dict(call)
+        kwargs.setdefault("timeout", self.timeout)
+        if seed is not None:
+            kwargs["seed"] = seed
+        if self.api_base:
+            kwargs.setdefault("api_base", self.api_base)
+            if (
+                self.model.startswith("openai/")
+                and "api_key" not in kwargs
+                and not os.environ.get("OPENAI_API_KEY")
+            ):
+                # Local OpenAI-compatible servers need no key, but the openai SDK wants one.
+                kwargs["api_key"] = "sk-no-key-required"
+        kwargs["num_retries"] = 0  # our loop retries; litellm/openai must not
+        kwargs["max_retries"] = 0
+        kwargs["drop_params"] = True  # e.g. `seed` for providers without it
+
+        attempts = 0
+        started = time.perf_counter()
+        last_exc: BaseException | None = None
+        while True:
+            attempts += 1
+            try:
+                response = litellm.completion(
+                    model=self.model, messages=[dict(m) for m in messages], **kwargs
+                )
+            except Exception as exc:  # noqa: BLE001 - classified below
+                last_exc = exc
+                retryable = self._is_retryable(exc, litellm)
+                if retryable and attempts <= self.num_retries:
+                    time.sleep(self._backoff(attempts))
+                    continue
+                record = LedgerRecord(
+                    stage=stage,
+                    model=self.model,
+                    latency_s=time.perf_counter() - started,
+                    ok=False,
+                    error=f"{type(exc).__name__}: {_short(exc)}",
+                    attempts=attempts,
+                    key=key,
+                )
+                self._record(record)
+                why = "gave up after" if retryable else "non-retryable error after"
+                raise LLMError(
+                    f"LLM call ({stage}, {self.model}) {why} {attempts} attempt(s): "
+                    f"{type(exc).__name__}: {_short(exc)}",
+                    stage=stage,
+                    attempts=attempts,
+                    cause=last_exc,
+                ) from exc
+            break
+
+        latency = time.perf_counter() - started
+        text = _content(response)
+        usage = _usage(response)
+        record = LedgerRecord(
+            stage=stage,
+            model=self.model,
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            latency_s=latency,
+            cost_usd=_cost(litellm, response),
+            attempts=attempts,
+            key=key,
+        )
+        self._record(record)
+        return text, record, usage
+
+    @staticmethod
+    def _is_retryable(exc: BaseException, litellm: Any) -> bool:
+        for name in _RETRYABLE_NAMES:
+            cls = getattr(litellm, name, None)
+            if isinstance(cls, type) and isinstance(exc, cls):
+                return True
+        return isinstance(exc, (TimeoutError, ConnectionError))
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return delay * (1.0 + 0.25 * random.random())
+
+    def _record(self, record: LedgerRecord) -> None:
+        with self._lock:
+            self.ledger.append(record)
+
+    def _cache_path(self, key: str) -> Path:
+        assert self.cache_dir is not None
+        return self.cache_dir / f"{key}.json"
+
+    def _cache_read(self, key: str) -> dict[str, Any] | None:
+        path = self._cache_path(key)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and "response" in data else None
+
+    def _cache_write(
+        self,
+        key: str,
+        messages: Sequence[Message],
+        call: Mapping[str, Any],
+        seed: int | None,
+        text: str,
+        usage: Mapping[str, int],
+        stage: str,
+    ) -> None:
+        entry = {
+            "key": key,
+            "model": self.model,
+            "stage": stage,
+            "messages": [dict(m) for m in messages],
+            "params": {k: v for k, v in call.items() if k in _KEYED_PARAMS},
+            "seed": seed,
+            "response": text,
+            "usage": dict(usage),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        path = self._cache_path(key)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(entry, indent=1, ensure_ascii=False, default=str))
+        os.replace(tmp, path)
+
+    # ----------------------------------------------------------------- ledger
+    def summary(self, records: Sequence[LedgerRecord] | None = None) -> dict[str, Any]:
+        """Totals over the ledger (or the given records), overall and per stage."""
+        records = list(self.ledger if records is None else records)
+
+        def totals(rs: Sequence[LedgerRecord]) -> dict[str, Any]:
+            live = [r for r in rs if not r.cached and r.ok]
+            return {
+                "calls": len(rs),
+                "ok": sum(r.ok for r in rs),
+                "failed": sum(not r.ok for r in rs),
+                "cached": sum(r.cached for r in rs),
+                "prompt_tokens": sum(r.prompt_tokens for r in rs),
+                "completion_tokens": sum(r.completion_tokens for r in rs),
+                "total_tokens": sum(r.total_tokens for r in rs),
+                "cost_usd": round(sum(r.cost_usd for r in rs), 6),
+                "latency_s": round(sum(r.latency_s for r in rs), 3),
+                "mean_latency_s": round(sum(r.latency_s for r in live) / len(live), 3)
+                if live
+                else 0.0,
+            }
+
+        out = {"model": self.model, **totals(records)}
+        stages = sorted({r.stage for r in records})
+        out["by_stage"] = {s: totals([r for r in records if r.stage == s]) for s in stages}
+        return out
+
+    def ledger_dicts(self) -> list[dict[str, Any]]:
+        """The ledger as plain dicts (for JSON reports)."""
+        with self._lock:
+            return [asdict(r) for r in self.ledger]
+
+    # -------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Stop a local model server started for this client, if any."""
+        server, self._owned_server = self._owned_server, None
+        if server is not None:
+            server.stop()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # A client is a handle on a connection and a run's ledger: copies of an object
+    # holding one (Ax deep-copies surrogates) share it; pickling drops the lock and
+    # any local server, which the unpickled client does not own.
+    def __deepcopy__(self, memo: dict[int, Any]) -> LLMClient:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_lock"] = None
+        state["_owned_server"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, mode={self.mode!r})"
+
+
+def make_client(model: str | None = None, **kwargs: Any) -> LLMClient:
+    """An :class:`LLMClient`; ``model="local"`` first starts the local GGUF server.
+
+    Args:
+        model: litellm model string, ``"local"``, or None for ``$AXKD_LLM_MODEL``.
+        **kwargs: :class:`LLMClient` arguments; for ``"local"`` also ``model_path``,
+            ``n_threads``, ``n_ctx`` (see
+            :class:`~ax_kernel_discovery.llm.local_model.LocalLLMServer`).
+    """
+    model = model or os.environ.get(ENV_MODEL)
+    local = {
+        k: kwargs.pop(k) for k in ("model_path", "n_threads", "n_ctx", "n_parallel") if k in kwargs
+    }
+    if model == "local":
+        from ax_kernel_discovery.llm.local_model import LocalLLMServer
+
+        kwargs.pop("api_base", None)  # the local server has its own address
+        server = LocalLLMServer(local.pop("model_path", None), **local)
+        return server.client(**kwargs)
+    return LLMClient(model, **kwargs)
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _content(response: Any) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return ""
+    return content or ""
+
+
+def _usage(response: Any) -> dict[str, int]:
+    usage = getattr(response, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", 0) if usage is not None else 0
+    completion = getattr(usage, "completion_tokens", 0) if usage is not None else 0
+    return {"prompt_tokens": int(prompt or 0), "completion_tokens": int(completion or 0)}
+
+
+def _cost(litellm: Any, response: Any) -> float:
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # noqa: BLE001 - unknown model or provider: cost unknown
+        return 0.0

@@ -1,0 +1,453 @@
+"""Reading LLM replies: formula blocks and kernel code, robust to sloppy formatting.
+
+Models wrap answers in prose, forget or add fences, reason in ``<think>`` sections
+and label fields in bold. These functions accept all of that and raise
+:class:`ParseError` with a reason that says what was missing. The only changes made to
+code are formatting repairs: a block without any import gets :data:`DEFAULT_IMPORTS`,
+and a block with several Kernel classes is split into one module per class.
+
+Example:
+    >>> reply = '''Here you go:
+    ... ```formula
+    ... KERNEL: Additive
+    ... PARAMETERS: lengthscale l (one per dimension)
+    ... INPUT TRANSFORM: none
+    ... COVARIANCE FUNCTION: k(x, x') = mean_d exp(-(x_d - x'_d)^2 / (2 l_d^2))
+    ... PSD GUARANTEE: sum of PSD kernels
+    ... ```'''
+    >>> [b.name for b in extract_formula_blocks(reply)]
+    ['Additive']
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DEFAULT_IMPORTS",
+    "CodeBlock",
+    "FormulaBlock",
+    "ParseError",
+    "extract_code_block",
+    "extract_code_blocks",
+    "extract_formula_blocks",
+    "find_kernel_class",
+    "forward_fingerprint",
+    "strip_thinking",
+]
+
+
+class ParseError(ValueError):
+    """A reply did not contain what was asked for; ``str(err)`` says what is missing."""
+
+
+# Field labels of a formula block, in the order we ask for them, and their aliases.
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "name": ("KERNEL", "KERNEL NAME", "NAME"),
+    "parents": ("PARENTS", "PARENT KERNELS"),
+    "combination": ("COMBINATION", "OPERATION"),
+    "parameters": ("PARAMETERS", "HYPERPARAMETERS"),
+    "input_transform": ("INPUT TRANSFORM", "INPUT TRANSFORMATION", "TRANSFORM", "INPUT WARP"),
+    "formula": ("COVARIANCE FUNCTION", "COVARIANCE", "FORMULA", "KERNEL FUNCTION"),
+    "psd_guarantee": ("PSD GUARANTEE", "PSD", "PSD PROOF", "POSITIVE DEFINITENESS"),
+}
+_LABEL_TO_FIELD = {alias: name for name, aliases in _FIELDS.items() for alias in aliases}
+# Longest first so "KERNEL NAME" wins over "KERNEL" and "COVARIANCE FUNCTION" over "COVARIANCE".
+_LABEL_RE = re.compile(
+    r"^[\s>*_#\-\d.)]*(?:\*\*|__)?\s*("
+    + "|".join(re.escape(a) for a in sorted(_LABEL_TO_FIELD, key=len, reverse=True))
+    + r")\s*(?:\*\*|__)?\s*[:=\-–]\s*(?:\*\*|__)?\s*(.*)$",
+    re.IGNORECASE,
+)
+_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.MULTILINE)
+_THINK_RE = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_CLASS_RE = re.compile(r"^class\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*:", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FormulaBlock:
+    """One kernel as the discovery / composition stage describes it.
+
+    Attributes:
+        name: From the ``KERNEL`` line.
+        formula: The ``COVARIANCE FUNCTION`` (required).
+        parameters: ``PARAMETERS`` line (may be empty).
+        input_transform: ``INPUT TRANSFORM`` line (``""`` when absent or ``none``).
+        psd_guarantee: ``PSD GUARANTEE`` line.
+        parents: Names from a ``PARENTS`` line (composition).
+        combination: ``sum`` / ``product`` from a ``COMBINATION`` line (composition).
+        raw: The block's text as the model wrote it.
+    """
+
+    name: str
+    formula: str
+    parameters: str = ""
+    input_transform: str = ""
+    psd_guarantee: str = ""
+    parents: tuple[str, ...] = ()
+    combination: str = ""
+    raw: str = field(default="", compare=False)
+
+    def describe(self) -> str:
+        """One readable formula string (covariance plus the input transform, if any)."""
+        text = self.formula
+        if self.input_transform:
+            text += f"; input transform: {self.input_transform}"
+        return text
+
+    def as_block(self) -> str:
+        """The block in the canonical fenced format (what the conversion prompt shows)."""
+        lines = [f"KERNEL: {self.name}"]
+        if self.parents:
+            lines.append(f"PARENTS: {', '.join(self.parents)}")
+        if self.combination:
+            lines.append(f"COMBINATION: {self.combination}")
+        lines += [
+            f"PARAMETERS: {self.parameters or 'see formula'}",
+            f"INPUT TRANSFORM: {self.input_transform or 'none'}",
+            f"COVARIANCE FUNCTION: {self.formula}",
+        ]
+        if self.psd_guarantee:
+            lines.append(f"PSD GUARANTEE: {self.psd_guarantee}")
+        return "```formula\n" + "\n".join(lines) + "\n```"
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    """Kernel source taken from a reply and the name of its Kernel subclass."""
+
+    code: str
+    class_name: str
+    docstring: str = ""
+
+
+def strip_thinking(text: str) -> str:
+    """Remove ``<think>...</think>`` sections (and an unclosed leading one)."""
+    text = _THINK_RE.sub("", text or "")
+    # A reply cut off inside its reasoning, or one whose opening tag was eaten.
+    lower = text.lower()
+    if "</think>" in lower:
+        text = text[lower.rindex("</think>") + len("</think>") :]
+    elif lower.lstrip().startswith("<think>"):
+        text = ""
+    return text
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block; an unclosed last fence runs to the end."""
+    blocks: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        opening = _FENCE_RE.search(text, pos)
+        if opening is None:
+            break
+        fence, lang = opening.group(1), opening.group(2).lower()
+        body_start = opening.end() + 1
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, body_start)
+        if end is None:
+            blocks.append((lang, text[body_start:]))
+            break
+        blocks.append((lang, text[body_start : end.start()]))
+        pos = end.end()
+    return blocks
+
+
+def _parse_fields(text: str) -> dict[str, str]:
+    """Field values of a formula block; continuation lines extend the last field."""
+    values: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        match = _LABEL_RE.match(line)
+        if match:
+            current = _LABEL_TO_FIELD[match.group(1).upper()]
+            if current in values:  # a second KERNEL line starts another block
+                if current == "name":
+                    break
+                values[current].append(match.group(2).strip())
+            else:
+                values[current] = [match.group(2).strip()]
+        elif current is not None and line.strip() and not line.strip().startswith("```"):
+            values[current].append(line.strip())
+    return {k: _clean(" ".join(v)) for k, v in values.items()}
+
+
+def _clean(value: str) -> str:
+    value = value.strip().strip("*_`").strip()
+    return re.sub(r"\s+", " ", value)
+
+
+def _split_names(value: str) -> tuple[str, ...]:
+    parts = re.split(r"\s*(?:,|;|\band\b|\+|\*|&)\s*", value)
+    return tuple(p.strip(" `'\"*") for p in parts if p.strip(" `'\"*"))
+
+
+def _block_from_fields(fields: dict[str, str], raw: str, index: int) -> FormulaBlock:
+    formula = fields.get("formula", "")
+    if not formula:
+        have = ", ".join(sorted(fields)) or "no recognised fields"
+        raise ParseError(f"formula block {index + 1} has no COVARIANCE FUNCTION line ({have})")
+    transform = fields.get("input_transform", "")
+    if transform.lower().rstrip(".") in ("none", "no", "n/a", "identity", "-", ""):
+        transform = ""
+    name = re.sub(r"[^\w]", "", fields.get("name", "").split("(")[0]) or f"Kernel{index + 1}"
+    return FormulaBlock(
+        name=name,
+        formula=formula,
+        parameters=fields.get("parameters", ""),
+        input_transform=transform,
+        psd_guarantee=fields.get("psd_guarantee", ""),
+        parents=_split_names(fields.get("parents", "")),
+        combination=fields.get("combination", "").lower().strip("."),
+        raw=raw.strip(),
+    )
+
+
+def _split_unfenced(text: str) -> list[str]:
+    """Split prose into chunks that each start at a KERNEL line."""
+    chunks: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        match = _LABEL_RE.match(line)
+        if match and _LABEL_TO_FIELD[match.group(1).upper()] == "name" and current:
+            chunks.append("\n".join(current))
+            current = []
+        current.append(line)
+    if current:
+        chunks.append("\n".join(current))
+    return [c for c in chunks if "COVARIANCE" in c.upper() or "FORMULA" in c.upper()]
+
+
+def extract_formula_blocks(text: str) -> list[FormulaBlock]:
+    """All formula blocks of a reply, in order.
+
+    Takes fenced ``formula`` blocks; else any fenced block with field labels; else
+    unfenced ``KERNEL: ...`` sections of the prose. A fenced block holding several
+    ``KERNEL`` lines is split.
+
+    Raises:
+        ParseError: No block with a ``COVARIANCE FUNCTION`` line was found.
+    """
+    text = strip_thinking(text)
+    if not text.strip():
+        raise ParseError("empty reply (no formula block)")
+    fenced = _fenced_blocks(text)
+    candidates = [body for lang, body in fenced if lang in ("formula", "kernel", "math")]
+    if not candidates:
+        candidates = [
+            body
+            for lang, body in fenced
+            if lang not in ("python", "py") and "COVARIANCE" in body.upper()
+        ]
+    chunks = [c for body in candidates for c in _split_unfenced(body)]
+    if not chunks:
+        chunks = _split_unfenced(text)
+    blocks: list[FormulaBlock] = []
+    errors: list[str] = []
+    for chunk in chunks:
+        try:
+            blocks.append(_block_from_fields(_parse_fields(chunk), chunk, len(blocks)))
+        except ParseError as exc:
+            errors.append(str(exc))
+    if not blocks:
+        if errors:
+            raise ParseError("; ".join(errors))
+        raise ParseError(
+            "no formula block found (expected a ```formula block with a COVARIANCE FUNCTION line)"
+        )
+    return blocks
+
+
+def find_kernel_class(code: str) -> tuple[str, str] | None:
+    """``(class_name, docstring)`` of the first class deriving from a ``*Kernel`` base.
+
+    Uses the AST when the code parses, else a regular expression.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        for match in _CLASS_RE.finditer(code):
+            if "Kernel" in match.group(2):
+                return match.group(1), ""
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                base_name = ast.unparse(base)
+                if base_name.split(".")[-1].endswith("Kernel"):
+                    return node.name, ast.get_docstring(node) or ""
+    return None
+
+
+class _NormalizeNumbers(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return ast.copy_location(ast.Constant(float(node.value)), node)
+        return node
+
+
+def forward_fingerprint(code: str) -> str | None:
+    """A canonical dump of the ``forward`` body (numbers as floats), to spot copies.
+
+    Two classes that differ only in their names, docstrings, constructors or the
+    spelling of numbers (``1`` vs ``1.0``) get the same fingerprint. None when the code
+    does not parse or has no ``forward``.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            body = ast.Module(body=node.body, type_ignores=[])
+            return ast.dump(_NormalizeNumbers().visit(body))
+    return None
+
+
+#: Prepended to kernel code that has no import at all (a formatting slip of small
+#: models: the prompt asks for the imports).
+DEFAULT_IMPORTS = (
+    "import math\n\nimport gpytorch\nimport torch\nfrom gpytorch.constraints import Positive\n\n\n"
+)
+
+
+#: Imports added when code uses one of these names without importing it (small models
+#: often write ``gpytorch.constraints.Positive()`` after importing only ``Kernel``).
+_STANDARD_IMPORTS: dict[str, str] = {
+    "math": "import math",
+    "torch": "import torch",
+    "gpytorch": "import gpytorch",
+    "Kernel": "from gpytorch.kernels import Kernel",
+    "Positive": "from gpytorch.constraints import Positive",
+    "Interval": "from gpytorch.constraints import Interval",
+    "GreaterThan": "from gpytorch.constraints import GreaterThan",
+}
+
+
+def _with_imports(code: str) -> str:
+    """Add the standard imports that ``code`` uses but does not make."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    if not any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in tree.body):
+        return DEFAULT_IMPORTS + code
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            bound.add(node.name)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    missing = [
+        line for name, line in _STANDARD_IMPORTS.items() if name in used and name not in bound
+    ]
+    return "\n".join(missing) + "\n" + code if missing else code
+
+
+def _trim_prose(code: str) -> str:
+    """Cut trailing prose off code that was not fenced: keep lines up to the last code line."""
+    lines = code.splitlines()
+    keep = len(lines)
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
+        if not line.strip():
+            continue
+        if line.startswith((" ", "\t", "class ", "def ", "import ", "from ", "@", ")", "#")):
+            keep = i + 1
+            break
+        keep = i  # a prose line at column 0: drop it
+    return "\n".join(lines[:keep]).rstrip() + "\n"
+
+
+def extract_code_block(text: str) -> CodeBlock:
+    """The Python code of the Kernel subclass in a reply.
+
+    Prefers fenced blocks (python or unlabelled) that define a Kernel subclass, the
+    first one if there are several; a block without its imports gets them from an
+    earlier imports-only block. Without fences, takes the reply from its first
+    ``import``/``class`` line.
+
+    Raises:
+        ParseError: No Kernel subclass found.
+    """
+    text = strip_thinking(text)
+    if not text.strip():
+        raise ParseError("empty reply (no code)")
+    blocks = [
+        body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py", "python3")
+    ]
+    for i, body in enumerate(blocks):
+        found = find_kernel_class(body)
+        if found:
+            code = body.strip("\n")
+            if "import" not in code:
+                imports = [b for b in blocks[:i] if "import" in b and "class " not in b]
+                if imports:
+                    code = imports[-1].strip("\n") + "\n\n\n" + code
+            code = _with_imports(code.rstrip() + "\n")
+            return CodeBlock(code=code, class_name=found[0], docstring=found[1])
+    if blocks:
+        raise ParseError(f"{len(blocks)} code block(s) but none defines a gpytorch Kernel subclass")
+    start = re.search(r"^(import |from |class )", text, re.MULTILINE)
+    if start is not None:
+        code = _with_imports(_trim_prose(text[start.start() :].replace("```", "")))
+        found = find_kernel_class(code)
+        if found:
+            return CodeBlock(code=code, class_name=found[0], docstring=found[1])
+    raise ParseError("no Python code defining a gpytorch Kernel subclass in the reply")
+
+
+def _split_kernel_classes(code: str) -> list[str]:
+    """One module per Kernel subclass of ``code``; other top-level code is shared."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return [code]
+    lines = code.splitlines()
+    kernels = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(b).split(".")[-1].endswith("Kernel") for b in node.bases)
+    ]
+    if len(kernels) < 2:
+        return [code]
+    shared = [
+        "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        for node in tree.body
+        if node not in kernels
+        and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    ]
+    header = "\n".join(shared).strip()
+    out = []
+    for node in kernels:
+        start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+        body = "\n".join(lines[start : node.end_lineno])
+        out.append((header + "\n\n\n" if header else "") + body + "\n")
+    return out
+
+
+def extract_code_blocks(text: str) -> list[CodeBlock]:
+    """Every Kernel subclass of a reply (for one-stage direct replies), in order.
+
+    Each fenced block is taken; a block with several Kernel subclasses is split into
+    one module per class (imports and helpers shared).
+
+    Raises:
+        ParseError: No Kernel subclass found.
+    """
+    text = strip_thinking(text)
+    out: list[CodeBlock] = []
+    for lang, body in _fenced_blocks(text):
+        if lang not in ("", "python", "py", "python3"):
+            continue
+        for code in _split_kernel_classes(body.strip("\n") + "\n"):
+            found = find_kernel_class(code)
+            if found:
+                out.append(CodeBlock(_with_imports(code), found[0], found[1]))
+    if not out:
+        out.append(extract_code_block(text))  # raises ParseError with the reason
+    return out

@@ -1,0 +1,241 @@
+"""Prompt construction from the text templates in ``llm/prompts/``.
+
+Each stage of the method has one template (``discovery``, ``conversion``,
+``composition``, ``direct``, ``repair``); shared sections (HDBO guidance, PSD guidance,
+simplicity guidance, the formula format, the code rules and the worked example) are
+their own files and are switched on or off with :class:`PromptOptions` for the
+paper's ablations. Templates use :class:`string.Template` placeholders (``$name``),
+so braces in code examples need no escaping.
+
+Only formulas and scores reach a prompt (:class:`MemberSummary`), never observations.
+
+Example:
+    >>> msgs = conversion_messages("k(x, x') = exp(-||x - x'||^2)", dim=10)
+    >>> msgs[0]["role"], msgs[1]["role"]
+    ('system', 'user')
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+
+from ax_kernel_discovery.llm.parsing import FormulaBlock, forward_fingerprint
+from ax_kernel_discovery.proposers.base import MemberSummary
+
+__all__ = [
+    "PromptOptions",
+    "composition_messages",
+    "conversion_messages",
+    "copies_example",
+    "direct_messages",
+    "discovery_messages",
+    "format_population",
+    "load_prompt",
+    "repair_messages",
+    "seed_formulas",
+]
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """Which optional prompt sections are included (the paper's prompt ablations).
+
+    Args:
+        hdbo_guidance: High-dimensional BO advice (sqrt(D) lengthscales, few
+            parameters, additive structure, input warps) in discovery/direct prompts.
+        psd_guidance: Rules for building positive semi-definite kernels.
+        simplicity_guidance: Prefer short, distinct kernels.
+        conversion_example: Show a worked formula -> code example (helps small models).
+        max_members: Show at most this many population members (best first).
+    """
+
+    hdbo_guidance: bool = True
+    psd_guidance: bool = True
+    simplicity_guidance: bool = True
+    conversion_example: bool = True
+    max_members: int | None = 12
+
+
+@functools.cache
+def load_prompt(name: str) -> str:
+    """The raw text of ``llm/prompts/<name>.txt`` (packaged data)."""
+    path = resources.files("ax_kernel_discovery.llm").joinpath("prompts", f"{name}.txt")
+    return path.read_text(encoding="utf-8")
+
+
+def _render(name: str, **values: object) -> str:
+    return Template(load_prompt(name)).substitute({k: str(v) for k, v in values.items()})
+
+
+def _section(enabled: bool, name: str, **values: object) -> str:
+    return _render(name, **values).strip() + "\n\n" if enabled else ""
+
+
+def _messages(user: str) -> Messages:
+    return [
+        {"role": "system", "content": load_prompt("system").strip()},
+        {"role": "user", "content": user.strip() + "\n"},
+    ]
+
+
+def _fmt_score(score: float | None) -> str:
+    if score is None or not math.isfinite(score):
+        return "not scored yet"
+    return f"LOO-CRPS {score:.4g}"
+
+
+def format_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
+    """Numbered list of members, best first: name, score, formula (no data)."""
+    ranked = sorted(
+        members,
+        key=lambda m: (m.score is None or not math.isfinite(m.score), m.score or 0.0),
+    )
+    if max_members is not None:
+        ranked = ranked[:max_members]
+    if not ranked:
+        return "(empty population)"
+    lines = []
+    for i, m in enumerate(ranked, 1):
+        formula = " ".join(m.formula.split())
+        lines.append(f"{i}. {m.name} ({_fmt_score(m.score)}): {formula}")
+    return "\n".join(lines)
+
+
+def _guidance(options: PromptOptions, dim: int) -> dict[str, str]:
+    return {
+        "hdbo_guidance": _section(options.hdbo_guidance, "hdbo_guidance", dim=dim),
+        "psd_guidance": _section(options.psd_guidance, "psd_guidance"),
+        "simplicity_guidance": _section(options.simplicity_guidance, "simplicity_guidance"),
+    }
+
+
+def _code_sections(options: PromptOptions) -> dict[str, str]:
+    return {
+        "rules": load_prompt("conversion_rules").strip() + "\n",
+        "example": load_prompt("conversion_example").strip() + "\n\n"
+        if options.conversion_example
+        else "",
+    }
+
+
+def discovery_messages(
+    members: Sequence[MemberSummary],
+    dim: int,
+    num_formulas: int,
+    options: PromptOptions | None = None,
+) -> Messages:
+    """Stage 1: propose ``num_formulas`` new kernel formulas from the population."""
+    options = options or PromptOptions()
+    user = _render(
+        "discovery",
+        dim=dim,
+        num_formulas=num_formulas,
+        population=format_population(members, options.max_members),
+        formula_format=load_prompt("formula_format"),
+        **_guidance(options, dim),
+    )
+    return _messages(user)
+
+
+def composition_messages(
+    members: Sequence[MemberSummary],
+    dim: int,
+    options: PromptOptions | None = None,
+) -> Messages:
+    """Composition: pick two complementary members and combine them (sum or product)."""
+    options = options or PromptOptions()
+    user = _render(
+        "composition",
+        dim=dim,
+        population=format_population(members, options.max_members),
+        psd_guidance=_section(options.psd_guidance, "psd_guidance"),
+    )
+    return _messages(user)
+
+
+def conversion_messages(
+    formula: FormulaBlock | str,
+    dim: int,
+    options: PromptOptions | None = None,
+) -> Messages:
+    """Stage 2: turn one formula into a ``gpytorch.kernels.Kernel`` subclass."""
+    options = options or PromptOptions()
+    if isinstance(formula, str):
+        formula = FormulaBlock(name="NewKernel", formula=formula)
+    user = _render(
+        "conversion",
+        dim=dim,
+        formula_block=formula.as_block(),
+        kernel_name=formula.name,
+        **_code_sections(options),
+    )
+    return _messages(user)
+
+
+def direct_messages(
+    members: Sequence[MemberSummary],
+    dim: int,
+    num_kernels: int,
+    options: PromptOptions | None = None,
+) -> Messages:
+    """One-stage baseline: write the code of new kernels directly from the population."""
+    options = options or PromptOptions()
+    user = _render(
+        "direct",
+        dim=dim,
+        num_kernels=num_kernels,
+        population=format_population(members, options.max_members),
+        **_guidance(options, dim),
+        **_code_sections(options),
+    )
+    return _messages(user)
+
+
+def repair_messages(
+    code: str,
+    reason: str,
+    *,
+    formula: str,
+    dim: int,
+    stage: str = "validation",
+    class_name: str = "the same",
+) -> Messages:
+    """Repair: send a rejected class back with the failure reason."""
+    user = _render(
+        "repair",
+        code=code.strip(),
+        reason=" ".join(reason.split())[:2000],
+        formula=formula,
+        dim=dim,
+        stage=stage,
+        class_name=class_name,
+        rules=load_prompt("conversion_rules"),
+    )
+    return _messages(user)
+
+
+def seed_formulas() -> dict[str, str]:
+    """The five reference formulas (RBF, Matern-5/2, RQ, BOCK, SL) from ``seed_formulas.txt``."""
+    out: dict[str, str] = {}
+    for line in load_prompt("seed_formulas").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, formula = line.partition("|")
+            out[name.strip()] = formula.strip()
+    return out
+
+
+def copies_example(code: str) -> bool:
+    """Whether ``code``'s ``forward`` is the worked example's (small models copy it)."""
+    match = re.search(r"```python\n(.*?)```", load_prompt("conversion_example"), re.DOTALL)
+    if match is None:  # pragma: no cover - the packaged example always has code
+        return False
+    mine = forward_fingerprint(code)
+    return mine is not None and mine == forward_fingerprint(match.group(1))

@@ -1,0 +1,491 @@
+"""The paper's two-stage LLM proposer: formulas first, then code.
+
+Each round (Yun, Shin et al., *Automated Kernel Discovery Towards Understanding
+High-dimensional Bayesian Optimization*):
+
+1. **discovery**: one call shows the population's formulas ranked by LOO-CRPS (never
+   the data) and asks for ``k`` new kernel formulas; at the same time, in another
+   thread, a **composition** call asks the model to pick two complementary members
+   and combine them by a sum or a product;
+2. **conversion**: one call per formula turns it into a ``gpytorch.kernels.Kernel``
+   subclass (all conversions of a round run concurrently);
+3. optional **repair** (off by default, as in the paper): a candidate that fails
+   :func:`~ax_kernel_discovery.validation.validate_kernel_code` is sent back once with
+   the failure reason.
+
+Nothing here raises for a bad proposal: unreachable models, timeouts, empty or
+garbage replies and unparsable blocks come back as
+:class:`~ax_kernel_discovery.candidate.Rejection` objects (stage ``proposal``,
+``parse`` or ``duplicate``). The surrogate validates every candidate again anyway.
+
+Example:
+    >>> from ax_kernel_discovery.llm.client import LLMClient
+    >>> proposer = LLMProposer(LLMClient("gpt-4o"), num_formulas=3)  # doctest: +SKIP
+    >>> proposal = proposer.propose(members, dim=50, num_proposals=4, round_index=0)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
+from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest, make_client
+from ax_kernel_discovery.llm.parsing import (
+    CodeBlock,
+    FormulaBlock,
+    ParseError,
+    extract_code_block,
+    extract_formula_blocks,
+    forward_fingerprint,
+)
+from ax_kernel_discovery.llm.templates import (
+    PromptOptions,
+    composition_messages,
+    conversion_messages,
+    copies_example,
+    discovery_messages,
+    repair_messages,
+)
+from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+
+if TYPE_CHECKING:
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+
+__all__ = ["LLMProposer", "LLMProposerBase", "proposer_from_config"]
+
+
+def _norm_formula(text: str) -> str:
+    text = text.lower().split("; input transform")[0]
+    text = re.sub(r"^\s*k\s*\(\s*x\s*,\s*x'\s*\)\s*=", "", text)
+    return re.sub(r"[\s*`]", "", text)
+
+
+@dataclass
+class _Pending:
+    """A formula waiting for its code."""
+
+    name: str
+    origin: Origin
+    block: FormulaBlock
+    parents: tuple[str, ...] = ()
+
+
+class LLMProposerBase(Proposer):
+    """Shared machinery of the LLM proposers: client, naming, seeds, usage and repair.
+
+    Args:
+        client: An :class:`~ax_kernel_discovery.llm.client.LLMClient`, a litellm model
+            string (or ``"local"``), or None for ``$AXKD_LLM_MODEL``. A string is turned
+            into a client on first use with ``client_kwargs``.
+        hdbo_guidance: Include the high-dimensional BO guidance (paper ablation).
+        psd_guidance: Include the PSD construction guidance (paper ablation).
+        simplicity_guidance: Include the simplicity guidance.
+        conversion_example: Show the worked formula -> code example.
+        repair: Validate each candidate and send a failure back to the LLM once.
+        validation_options: Options of :func:`validate_kernel_code` for the repair loop.
+        seed: Base seed; each call's seed derives from it, the round and the call.
+        name_prefix: Candidate names are ``{prefix}_r{round}_{i}`` (``..._c{j}``
+            for compositions).
+        max_workers: Concurrent LLM calls.
+        client_kwargs: :class:`LLMClient` arguments when ``client`` is a string.
+    """
+
+    name = "llm"
+    origin: Origin = "discovery"
+
+    def __init__(
+        self,
+        client: LLMClient | str | None = None,
+        *,
+        hdbo_guidance: bool = True,
+        psd_guidance: bool = True,
+        simplicity_guidance: bool = True,
+        conversion_example: bool = True,
+        repair: bool = False,
+        validation_options: dict[str, Any] | None = None,
+        seed: int = 0,
+        name_prefix: str | None = None,
+        max_workers: int = 4,
+        client_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self._client = client if isinstance(client, LLMClient) else None
+        self._model = None if isinstance(client, LLMClient) else client
+        self._client_kwargs = dict(client_kwargs or {})
+        self.options = PromptOptions(
+            hdbo_guidance=hdbo_guidance,
+            psd_guidance=psd_guidance,
+            simplicity_guidance=simplicity_guidance,
+            conversion_example=conversion_example,
+        )
+        self.repair = repair
+        self.validation_options = dict(validation_options or {})
+        self.seed = seed
+        self.name_prefix = name_prefix or self.name
+        self.max_workers = max_workers
+
+    @property
+    def client(self) -> LLMClient:
+        """The LLM client (created on first use when given as a model string)."""
+        if self._client is None:
+            self._client = make_client(self._model, **self._client_kwargs)
+        return self._client
+
+    def close(self) -> None:
+        """Stop a local model server this proposer started."""
+        if self._client is not None:
+            self._client.close()
+
+    # --------------------------------------------------------------- helpers
+    def _seed(self, round_index: int, call: int) -> int:
+        return (self.seed * 1_000_003 + round_index * 10_007 + call) % (2**31 - 1)
+
+    @staticmethod
+    def _unique(name: str, taken: set[str]) -> str:
+        out, k = name, 1
+        while out in taken:
+            k += 1
+            out = f"{name}_{k}"
+        taken.add(out)
+        return out
+
+    def _usage(self, start: int) -> dict[str, float]:
+        records = self.client.ledger[start:]
+        return {
+            "llm_calls": float(len(records)),
+            "llm_failed_calls": float(sum(not r.ok for r in records)),
+            "llm_cached_calls": float(sum(r.cached for r in records)),
+            "prompt_tokens": float(sum(r.prompt_tokens for r in records)),
+            "completion_tokens": float(sum(r.completion_tokens for r in records)),
+            "cost_usd": float(sum(r.cost_usd for r in records)),
+            "llm_latency_s": float(sum(r.latency_s for r in records)),
+        }
+
+    def _client_or_rejection(self, round_index: int) -> LLMClient | Rejection:
+        try:
+            return self.client
+        except Exception as exc:  # noqa: BLE001 - no model configured, local server failed
+            return Rejection(
+                name=f"{self.name_prefix}_r{round_index}",
+                stage="proposal",
+                reason=f"no LLM client: {type(exc).__name__}: {exc}",
+            )
+
+    def _check_code(self, reply: str | LLMError, pending: _Pending) -> CodeBlock | Rejection:
+        formula = pending.block.describe()
+        if isinstance(reply, LLMError):
+            return Rejection(
+                name=pending.name, stage="proposal", reason=f"{reply}", formula=formula
+            )
+        try:
+            block = extract_code_block(reply)
+        except ParseError as exc:
+            return Rejection(name=pending.name, stage="parse", reason=str(exc), formula=formula)
+        if self.options.conversion_example and copies_example(block.code):
+            return Rejection(
+                name=pending.name,
+                stage="parse",
+                reason="the code copies the worked example instead of implementing the formula",
+                formula=formula,
+            )
+        return block
+
+    def _repair_all(
+        self, candidates: list[KernelCandidate], dim: int, round_index: int
+    ) -> tuple[list[KernelCandidate], dict[str, float]]:
+        """Validate each candidate; send failures back once. Returns the new list."""
+        try:
+            from ax_kernel_discovery.validation import validate_kernel_code
+        except ImportError:  # pragma: no cover - validation is part of the package
+            return candidates, {"repair_skipped": 1.0}
+        options = {"fit_timeout": 30.0, **self.validation_options}
+        results = [
+            validate_kernel_code(c.code or "", dim, c.class_name, **options) for c in candidates
+        ]
+        failed = [(i, r) for i, r in enumerate(results) if not r.ok]
+        stats = {"repair_attempted": float(len(failed)), "repair_succeeded": 0.0}
+        if not failed:
+            return candidates, stats
+        requests = [
+            LLMRequest(
+                repair_messages(
+                    candidates[i].code or "",
+                    r.reason or "unknown failure",
+                    formula=candidates[i].formula,
+                    dim=dim,
+                    stage=r.stage or "validation",
+                    class_name=candidates[i].class_name or "the same",
+                ),
+                "repair",
+                {"seed": self._seed(round_index, 300 + i)},
+            )
+            for i, r in failed
+        ]
+        replies = self.client.complete_many(requests, max_workers=self.max_workers)
+        out = list(candidates)
+        for (i, _), reply in zip(failed, replies, strict=True):
+            if isinstance(reply, LLMError):
+                continue  # keep the original; the surrogate will reject it with the reason
+            try:
+                block = extract_code_block(reply)
+            except ParseError:
+                continue
+            old = candidates[i]
+            out[i] = KernelCandidate(
+                name=old.name,
+                formula=old.formula,
+                origin="repair",
+                parents=old.parents,
+                code=block.code,
+                class_name=block.class_name,
+            )
+            stats["repair_succeeded"] += 1.0
+        return out, stats
+
+
+class LLMProposer(LLMProposerBase):
+    """Two-stage LLM proposer: discovery + composition formulas, then code per formula.
+
+    Args:
+        client: See :class:`LLMProposerBase`.
+        num_formulas: Formulas asked of the discovery call per round (None: as many
+            as ``num_proposals`` minus the compositions).
+        num_compositions: Composition calls per round (each gives one formula).
+        **kwargs: See :class:`LLMProposerBase` (guidance toggles, repair, seed, ...).
+
+    Example:
+        >>> proposer = LLMProposer("gpt-4o", num_formulas=3, hdbo_guidance=False)
+        >>> proposer.options.hdbo_guidance
+        False
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: LLMClient | str | None = None,
+        *,
+        num_formulas: int | None = 3,
+        num_compositions: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(client, **kwargs)
+        self.num_formulas = num_formulas
+        self.num_compositions = num_compositions
+
+    def propose(
+        self,
+        members: Sequence[MemberSummary],
+        dim: int,
+        num_proposals: int,
+        round_index: int,
+    ) -> Proposal:
+        started = time.perf_counter()
+        proposal = Proposal()
+        if num_proposals <= 0:
+            return proposal
+        client = self._client_or_rejection(round_index)
+        if isinstance(client, Rejection):
+            proposal.rejections.append(client)
+            return proposal
+        ledger_start = len(client.ledger)
+        prefix = f"{self.name_prefix}_r{round_index}"
+        taken = {m.name for m in members}
+
+        # Stage 1: discovery and composition, concurrently.
+        # At least one discovery formula; compositions need two members.
+        n_comp = min(self.num_compositions, num_proposals - 1) if len(members) >= 2 else 0
+        room = num_proposals - n_comp
+        n_disc = room if self.num_formulas is None else min(self.num_formulas, room)
+        requests: list[LLMRequest] = []
+        if n_disc > 0:
+            requests.append(
+                LLMRequest(
+                    discovery_messages(members, dim, n_disc, self.options),
+                    "discovery",
+                    {"seed": self._seed(round_index, 0)},
+                )
+            )
+        for j in range(n_comp):
+            requests.append(
+                LLMRequest(
+                    composition_messages(members, dim, self.options),
+                    "composition",
+                    {"seed": self._seed(round_index, 1 + j)},
+                )
+            )
+        replies = client.complete_many(requests, max_workers=self.max_workers)
+        t_stage1 = time.perf_counter()
+
+        pending: list[_Pending] = []
+        known = {_norm_formula(m.formula): m.name for m in members}
+        n_seen_comp = 0
+        for request, reply in zip(requests, replies, strict=True):
+            if request.stage == "discovery":
+                blocks = self._parse_formulas(reply, f"{prefix}_discovery", proposal)
+                if len(blocks) > n_disc:
+                    blocks = blocks[:n_disc]
+                elif blocks and len(blocks) < n_disc:
+                    proposal.rejections.append(
+                        Rejection(
+                            name=f"{prefix}_discovery",
+                            stage="parse",
+                            reason=f"discovery reply had {len(blocks)} of {n_disc} formula blocks",
+                        )
+                    )
+                for i, block in enumerate(blocks):
+                    name = self._unique(f"{prefix}_{i}", taken)
+                    pending.append(_Pending(name, "discovery", block))
+            else:
+                name = self._unique(f"{prefix}_c{n_seen_comp}", taken)
+                n_seen_comp += 1
+                blocks = self._parse_formulas(reply, name, proposal)
+                if blocks:
+                    parents = self._parents(blocks[0], members)
+                    pending.append(_Pending(name, "composition", blocks[0], parents))
+
+        # Formulas that repeat a member or an earlier proposal need no code.
+        fresh: list[_Pending] = []
+        for p in pending:
+            key = _norm_formula(p.block.formula)
+            if key in known:
+                proposal.rejections.append(
+                    Rejection(
+                        name=p.name,
+                        stage="duplicate",
+                        reason=f"formula repeats {known[key]}",
+                        formula=p.block.describe(),
+                    )
+                )
+                continue
+            known[key] = p.name
+            fresh.append(p)
+
+        # Stage 2: one conversion call per formula, concurrently.
+        conv_requests = [
+            LLMRequest(
+                conversion_messages(p.block, dim, self.options),
+                "conversion",
+                {"seed": self._seed(round_index, 100 + i)},
+            )
+            for i, p in enumerate(fresh)
+        ]
+        conv_replies = client.complete_many(conv_requests, max_workers=self.max_workers)
+        t_stage2 = time.perf_counter()
+        fingerprints: dict[str, str] = {}
+        for p, reply in zip(fresh, conv_replies, strict=True):
+            checked = self._check_code(reply, p)
+            if isinstance(checked, Rejection):
+                proposal.rejections.append(checked)
+                continue
+            fingerprint = forward_fingerprint(checked.code) or checked.code
+            if fingerprint in fingerprints:
+                proposal.rejections.append(
+                    Rejection(
+                        name=p.name,
+                        stage="duplicate",
+                        reason=f"same forward() as {fingerprints[fingerprint]}",
+                        formula=p.block.describe(),
+                    )
+                )
+                continue
+            fingerprints[fingerprint] = p.name
+            proposal.candidates.append(
+                KernelCandidate(
+                    name=p.name,
+                    formula=p.block.describe(),
+                    origin=p.origin,
+                    parents=p.parents,
+                    code=checked.code,
+                    class_name=checked.class_name,
+                )
+            )
+
+        repair_stats: dict[str, float] = {}
+        if self.repair and proposal.candidates:
+            proposal.candidates, repair_stats = self._repair_all(
+                proposal.candidates, dim, round_index
+            )
+        done = time.perf_counter()
+        proposal.timings = {
+            "llm_stage1_s": t_stage1 - started,
+            "llm_conversion_s": t_stage2 - t_stage1,
+            "llm_repair_s": done - t_stage2,
+            "total_s": done - started,
+        }
+        proposal.usage = {**self._usage(ledger_start), **repair_stats}
+        return proposal
+
+    @staticmethod
+    def _parse_formulas(reply: str | LLMError, name: str, proposal: Proposal) -> list[FormulaBlock]:
+        if isinstance(reply, LLMError):
+            proposal.rejections.append(Rejection(name=name, stage="proposal", reason=str(reply)))
+            return []
+        try:
+            return extract_formula_blocks(reply)
+        except ParseError as exc:
+            proposal.rejections.append(Rejection(name=name, stage="parse", reason=str(exc)))
+            return []
+
+    @staticmethod
+    def _parents(block: FormulaBlock, members: Sequence[MemberSummary]) -> tuple[str, ...]:
+        """Member names the composition used: its PARENTS line, else names in its text."""
+        by_lower = {m.name.lower(): m.name for m in members}
+        named = [by_lower[p.lower()] for p in block.parents if p.lower() in by_lower]
+        if len(named) < 2:
+            text = block.raw.lower()
+            for lower, original in sorted(by_lower.items(), key=lambda kv: -len(kv[0])):
+                if original not in named and re.search(
+                    rf"(?<![\w]){re.escape(lower)}(?![\w])", text
+                ):
+                    named.append(original)
+        return tuple(dict.fromkeys(named))[:2]
+
+
+def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
+    """The LLM proposer described by a :class:`~ax_kernel_discovery.config.KernelDiscoveryConfig`.
+
+    ``config.proposer == "direct"`` gives a
+    :class:`~ax_kernel_discovery.proposers.direct.DirectCodeProposer`, anything else
+    the two-stage :class:`LLMProposer`. Fields missing from older configs take the
+    defaults of the proposers.
+    """
+
+    def get(name: str, default: Any) -> Any:
+        return getattr(config, name, default)
+
+    client_kwargs: dict[str, Any] = {
+        "api_base": get("llm_api_base", None),
+        "temperature": get("llm_temperature", 0.7),
+        "timeout": get("llm_timeout", 120.0),
+        "num_retries": get("llm_retries", 2),
+        "cache_dir": get("llm_cache_dir", None),
+        "mode": get("llm_mode", "live"),
+    }
+    for opt in ("max_tokens", "model_path", "n_threads"):
+        value = get(f"llm_{opt}", None)
+        if value is not None:
+            client_kwargs[opt] = value
+    common: dict[str, Any] = {
+        "hdbo_guidance": get("hdbo_guidance", True),
+        "psd_guidance": get("psd_guidance", True),
+        "simplicity_guidance": get("simplicity_guidance", True),
+        "repair": get("repair", False),
+        "validation_options": {"fit_timeout": get("fit_timeout", 60.0)},
+        "seed": get("seed", 0),
+        "max_workers": get("llm_max_workers", 4),
+        "client_kwargs": client_kwargs,
+    }
+    if get("proposer", "llm") == "direct":
+        from ax_kernel_discovery.proposers.direct import DirectCodeProposer
+
+        return DirectCodeProposer(get("llm_model", None), **common)
+    return LLMProposer(
+        get("llm_model", None),
+        num_formulas=get("num_formulas", 3),
+        num_compositions=get("num_compositions", 1),
+        **common,
+    )

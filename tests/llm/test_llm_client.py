@@ -1,0 +1,199 @@
+"""Plumbing of LLMClient: litellm calls, retries, ledger, cache and replay (no real LLM)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import litellm
+import pytest
+
+from ax_kernel_discovery.llm.client import (
+    ENV_MODEL,
+    LLMClient,
+    LLMError,
+    LLMRequest,
+    cache_key,
+    make_client,
+)
+
+# litellm 1.106.2 builds a pydantic schema with a ReadOnly TypedDict on first use.
+pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")
+
+
+MSG = [{"role": "user", "content": "Propose a kernel."}]
+
+
+def test_plumbing_mock_response_text_and_ledger() -> None:
+    client = LLMClient("gpt-4o", num_retries=0)
+    text = client.complete(MSG, stage="discovery", mock_response="k(x, x') = 1")
+    assert text == "k(x, x') = 1"
+    (record,) = client.ledger
+    assert record.ok and record.stage == "discovery" and record.model == "gpt-4o"
+    assert (record.prompt_tokens, record.completion_tokens) == (10, 20)  # litellm's mock usage
+    assert record.cost_usd >= 0.0 and record.attempts == 1
+    summary = client.summary()
+    assert summary["calls"] == 1 and summary["total_tokens"] == 30
+    assert summary["by_stage"]["discovery"]["ok"] == 1
+
+
+def test_plumbing_model_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_MODEL, "ollama/qwen2.5-coder")
+    assert LLMClient().model == "ollama/qwen2.5-coder"
+    monkeypatch.delenv(ENV_MODEL)
+    with pytest.raises(ValueError, match=ENV_MODEL):
+        LLMClient()
+    with pytest.raises(ValueError, match="cache_dir"):
+        LLMClient("gpt-4o", mode="replay")
+
+
+def test_plumbing_rate_limit_retried_then_success(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = litellm.completion
+    calls = {"n": 0}
+
+    def flaky(**kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4o")
+        return real(**kwargs, mock_response="after backoff")
+
+    monkeypatch.setattr(litellm, "completion", flaky)
+    client = LLMClient("gpt-4o", num_retries=2, backoff_s=0.01)
+    assert client.complete(MSG, stage="discovery") == "after backoff"
+    assert calls["n"] == 2
+    assert client.ledger[-1].ok and client.ledger[-1].attempts == 2
+
+
+def test_plumbing_gives_up_after_n_tries() -> None:
+    client = LLMClient("gpt-4o", num_retries=2, backoff_s=0.01)
+    with pytest.raises(LLMError, match="gave up after 3 attempt") as info:
+        client.complete(MSG, stage="conversion", mock_response="litellm.RateLimitError")
+    assert info.value.attempts == 3 and info.value.stage == "conversion"
+    assert isinstance(info.value.cause, litellm.RateLimitError)
+    record = client.ledger[-1]
+    assert not record.ok and record.attempts == 3 and "RateLimitError" in (record.error or "")
+
+
+def test_plumbing_http_fake_server_roundtrip(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.replies = ["```formula\nKERNEL: A\nCOVARIANCE FUNCTION: k = 1\n```"]
+    client = LLMClient("openai/fake", api_base=fake_openai.url, num_retries=0, timeout=10, seed=3)
+    text = client.complete(MSG, stage="discovery", temperature=0.2, max_tokens=99)
+    assert text.startswith("```formula")
+    body = fake_openai.requests[0]
+    assert body["model"] == "fake" and body["messages"] == MSG
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 99 and body["seed"] == 3
+    record = client.ledger[0]
+    assert (record.prompt_tokens, record.completion_tokens) == (11, 7)
+    assert client.summary()["total_tokens"] == 18
+
+
+def test_plumbing_http_429_then_ok(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.statuses = [429]
+    fake_openai.replies = ["fine"]
+    client = LLMClient("openai/fake", api_base=fake_openai.url, num_retries=1, backoff_s=0.01)
+    assert client.complete(MSG, stage="s") == "fine"
+    assert len(fake_openai.requests) == 2 and client.ledger[0].attempts == 2
+
+
+def test_plumbing_http_auth_error_not_retried(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.statuses = [401, 401, 401]
+    client = LLMClient("openai/fake", api_base=fake_openai.url, num_retries=3, backoff_s=0.01)
+    with pytest.raises(LLMError, match="non-retryable"):
+        client.complete(MSG, stage="s")
+    assert len(fake_openai.requests) == 1
+
+
+def test_plumbing_unreachable_is_fast(closed_port: int) -> None:
+    client = LLMClient(
+        "openai/fake",
+        api_base=f"http://127.0.0.1:{closed_port}/v1",
+        timeout=2,
+        num_retries=1,
+        backoff_s=0.01,
+    )
+    start = time.perf_counter()
+    with pytest.raises(LLMError) as info:
+        client.complete(MSG, stage="discovery")
+    assert time.perf_counter() - start < 10
+    assert info.value.attempts == 2 and not client.ledger[0].ok
+
+
+def test_plumbing_timeout(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.delay = 3.0
+    client = LLMClient("openai/fake", api_base=fake_openai.url, timeout=0.5, num_retries=0)
+    start = time.perf_counter()
+    with pytest.raises(LLMError, match="Timeout"):
+        client.complete(MSG, stage="s")
+    assert time.perf_counter() - start < 2.9
+
+
+def test_plumbing_scripted_custom_llm(scripted_llm) -> None:  # type: ignore[no-untyped-def]
+    scripted_llm.script = lambda messages: f"echo: {messages[-1]['content']}"
+    client = LLMClient("scripted/any", num_retries=0)
+    assert client.complete(MSG, stage="s") == "echo: Propose a kernel."
+    assert scripted_llm.calls == [MSG]
+
+
+def test_plumbing_cache_record_then_replay(tmp_path, scripted_llm) -> None:  # type: ignore[no-untyped-def]
+    counter = iter(range(100))
+    scripted_llm.script = lambda messages: f"answer {next(counter)}"
+    recorder = LLMClient("scripted/m", cache_dir=tmp_path, mode="record", seed=7)
+    first = [recorder.complete(MSG, stage="s"), recorder.complete(MSG, stage="s")]
+    other = recorder.complete([{"role": "user", "content": "other"}], stage="s")
+    assert first == ["answer 0", "answer 1"] and other == "answer 2"
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 3
+    entry = json.loads(files[0].read_text())
+    assert {"key", "model", "messages", "params", "seed", "response", "usage"} <= set(entry)
+
+    # Replay: same answers in the same order, no LLM needed.
+    scripted_llm.script = lambda messages: pytest.fail("replay must not call the LLM")
+    replay = LLMClient("scripted/m", cache_dir=tmp_path, mode="replay", seed=7)
+    assert [replay.complete(MSG, stage="s"), replay.complete(MSG, stage="s")] == first
+    assert replay.complete([{"role": "user", "content": "other"}], stage="s") == other
+    assert all(r.cached for r in replay.ledger)
+    assert replay.summary()["cached"] == 3
+    with pytest.raises(LLMError, match="not in cache"):
+        replay.complete([{"role": "user", "content": "never asked"}], stage="s")
+    # A different seed is a different key.
+    with pytest.raises(LLMError, match="not in cache"):
+        LLMClient("scripted/m", cache_dir=tmp_path, mode="replay", seed=8).complete(MSG, stage="s")
+
+
+def test_plumbing_live_mode_reads_through_cache(tmp_path, scripted_llm) -> None:  # type: ignore[no-untyped-def]
+    scripted_llm.script = lambda messages: "first"
+    LLMClient("scripted/m", cache_dir=tmp_path).complete(MSG, stage="s")
+    scripted_llm.script = lambda messages: "second"
+    again = LLMClient("scripted/m", cache_dir=tmp_path)
+    assert again.complete(MSG, stage="s") == "first"
+    assert len(scripted_llm.calls) == 1 and again.ledger[0].cached
+
+
+def test_plumbing_cache_key_parts() -> None:
+    base = cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, seed=1)
+    assert base == cache_key("m", MSG, {"max_tokens": 10, "temperature": 0.7, "timeout": 3}, 1)
+    assert base != cache_key("m2", MSG, {"temperature": 0.7, "max_tokens": 10}, 1)
+    assert base != cache_key("m", MSG, {"temperature": 0.2, "max_tokens": 10}, 1)
+    assert base != cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, 2)
+    assert base != cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, 1, occurrence=1)
+    assert len(base) == 64
+
+
+def test_plumbing_complete_many_concurrent(fake_openai, closed_port) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.delay = 0.4
+    fake_openai.replies = [lambda body: body["messages"][-1]["content"].upper()]
+    client = LLMClient("openai/fake", api_base=fake_openai.url, num_retries=0, max_workers=4)
+    requests = [LLMRequest([{"role": "user", "content": f"q{i}"}], "s") for i in range(4)]
+    start = time.perf_counter()
+    out = client.complete_many(requests)
+    assert out == ["Q0", "Q1", "Q2", "Q3"]
+    assert time.perf_counter() - start < 1.3  # 4 x 0.4 s sequentially
+
+    dead = LLMClient("openai/fake", api_base=f"http://127.0.0.1:{closed_port}/v1", num_retries=0)
+    mixed = dead.complete_many(requests[:2])
+    assert all(isinstance(r, LLMError) for r in mixed)
+
+
+def test_plumbing_make_client() -> None:
+    client = make_client("gpt-4o", temperature=0.1, model_path="ignored")
+    assert isinstance(client, LLMClient) and client.temperature == 0.1

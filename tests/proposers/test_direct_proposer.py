@@ -1,0 +1,104 @@
+"""DirectCodeProposer (one stage) with scripted LLM replies (no real LLM)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import litellm
+import pytest
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.llm.client import LLMClient
+from ax_kernel_discovery.llm.templates import seed_formulas
+from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.proposers.direct import DirectCodeProposer
+
+# litellm 1.106.2 builds a pydantic schema with a ReadOnly TypedDict on first use.
+pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")
+
+CODE = '''import torch
+import gpytorch
+
+
+
+class {name}(gpytorch.kernels.Kernel):
+    """{doc}"""
+
+    has_lengthscale = True
+
+    def forward(self, x1, x2, diag=False, **params):
+        a = x1.div(self.lengthscale)
+        b = x2.div(self.lengthscale)
+        if diag:
+            return torch.exp(-{scale} * (a - b).abs().sum(-1))
+        return torch.exp(-{scale} * torch.cdist(a, b, p=1))
+'''
+
+
+@pytest.fixture
+def reply(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Provider ``scripted`` answering ``state["text"]``; prompts land in ``state["prompts"]``."""
+    state: dict[str, Any] = {"text": "", "prompts": []}
+
+    class Scripted(litellm.CustomLLM):
+        def completion(self, *args: Any, **kwargs: Any) -> Any:
+            state["prompts"].append(kwargs["messages"][-1]["content"])
+            return litellm.completion(
+                model="gpt-4o", messages=kwargs["messages"], mock_response=state["text"] or " "
+            )
+
+    monkeypatch.setattr(
+        litellm, "custom_provider_map", [{"provider": "scripted", "custom_handler": Scripted()}]
+    )
+    return state
+
+
+def members() -> list[MemberSummary]:
+    return [
+        MemberSummary(n, f, "base", 0.5, KernelCandidate(name=n, formula=f, spec={"kernel": n}))
+        for n, f in seed_formulas().items()
+    ]
+
+
+def test_plumbing_direct_candidates(reply: dict[str, Any]) -> None:
+    one = CODE.format(
+        name="Laplace", doc="k(x, x') = exp(-||x - x'||_1 / l)\n\n    More text.", scale=1.0
+    )
+    two = CODE.format(name="Other", doc="", scale=2.0)
+    reply["text"] = f"Two kernels:\n```python\n{one}```\n\n```python\n{two}```\nDone."
+    proposer = DirectCodeProposer(LLMClient("scripted/m", num_retries=0))
+    proposal = proposer.propose(members(), dim=12, num_proposals=3, round_index=5)
+    assert [c.name for c in proposal.candidates] == ["direct_r5_0", "direct_r5_1"]
+    first, second = proposal.candidates
+    assert first.origin == "direct" and first.class_name == "Laplace"
+    assert first.formula == "k(x, x') = exp(-||x - x'||_1 / l)"
+    assert second.formula == "Other (no formula given)"
+    assert proposal.rejections[0].reason == "direct reply had 2 of 3 kernel classes"
+    prompt = reply["prompts"][0]
+    assert "write the code of 3 new kernels" in prompt and "ard_num_dims" in prompt
+    assert proposal.usage["llm_calls"] == 1
+
+
+def test_plumbing_direct_garbage_and_duplicates(reply: dict[str, Any]) -> None:
+    reply["text"] = "I would rather not."
+    proposer = DirectCodeProposer(LLMClient("scripted/m", num_retries=0))
+    proposal = proposer.propose(members(), dim=12, num_proposals=2, round_index=0)
+    assert proposal.candidates == [] and proposal.rejections[0].stage == "parse"
+
+    same = CODE.format(name="Same", doc="k = exp(-r)", scale=1.0)
+    renamed = CODE.format(name="Renamed", doc="k = exp(-r)", scale=1)  # 1 == 1.0
+    reply["text"] = f"```python\n{same}```\n```python\n{renamed}```"
+    proposal = proposer.propose(members(), dim=12, num_proposals=2, round_index=1)
+    assert len(proposal.candidates) == 1 and proposal.rejections[0].stage == "duplicate"
+
+
+def test_plumbing_direct_unreachable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = LLMClient(
+        "openai/fake", api_base=f"http://127.0.0.1:{port}/v1", timeout=2, num_retries=0
+    )
+    proposal = DirectCodeProposer(client).propose(members(), dim=12, num_proposals=2, round_index=0)
+    assert proposal.candidates == [] and proposal.rejections[0].stage == "proposal"
