@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ax_kernel_discovery.selection import Criterion
 
@@ -123,6 +123,14 @@ class KernelDiscoveryConfig(BaseModel):
         if value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
             return value
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+
+    @model_validator(mode="after")
+    def _replay_needs_cache(self) -> KernelDiscoveryConfig:
+        if self.llm_mode in ("replay", "record") and not self.llm_cache_dir:
+            raise ValueError(
+                f"llm_mode={self.llm_mode!r} needs llm_cache_dir (where responses are stored)"
+            )
+        return self
 
     def resolved_device(self) -> str:
         """The torch device string to run on."""

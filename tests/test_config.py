@@ -46,3 +46,9 @@ def test_cuda_without_cuda_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
 def test_round_trips_through_json() -> None:
     cfg = KernelDiscoveryConfig(population_size=7, criterion="bic", llm_model=None)
     assert KernelDiscoveryConfig.model_validate_json(cfg.model_dump_json()) == cfg
+
+
+def test_replay_without_cache_is_refused() -> None:
+    with pytest.raises(ValidationError, match="llm_mode='replay' needs llm_cache_dir"):
+        KernelDiscoveryConfig(proposer="llm", llm_mode="replay")
+    assert KernelDiscoveryConfig(llm_mode="replay", llm_cache_dir="/tmp/x").llm_mode == "replay"
