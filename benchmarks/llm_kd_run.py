@@ -1,0 +1,124 @@
+"""A short kernel-discovery run with the LLM proposer (the local GGUF model by default).
+
+Runs an Ax Client loop (Sobol, then R rounds) with ``proposer="llm"`` and prints, per
+round, the LLM kernels proposed, accepted and rejected (with stage and reason), the
+chosen kernel, and at the end the validity rate and the LLM ledger. With no key and no
+network it uses ``llm_model="local"`` (Qwen2.5-Coder GGUF assembled from PyPI; see
+docs/llm.md). Any litellm model works: ``--model gpt-4o`` with ``OPENAI_API_KEY`` set.
+
+    python benchmarks/llm_kd_run.py --rounds 2 --model local --size 1.5b
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from collections import Counter
+
+import numpy as np
+import torch
+from ax.api import Client
+from ax.api.configs import RangeParameterConfig
+from ax.utils.common.logger import set_ax_logger_levels
+
+from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
+from ax_kernel_discovery.benchmarks import Branin
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="local")
+    parser.add_argument("--size", default="1.5b", choices=["0.5b", "1.5b"], help="local model size")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--dim", type=int, default=20)
+    parser.add_argument("--formulas", type=int, default=2)
+    parser.add_argument("--repair", action="store_true")
+    parser.add_argument("--cache-dir", default=None)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    set_ax_logger_levels(logging.ERROR)
+    if args.model == "local" and not os.environ.get("AXKD_LOCAL_MODEL"):
+        from ax_kernel_discovery.llm.local_model import assemble_qwen_gguf
+
+        os.environ["AXKD_LOCAL_MODEL"] = str(assemble_qwen_gguf(args.size))
+    config = KernelDiscoveryConfig(
+        proposer="llm",
+        llm_model=args.model,
+        num_formulas=args.formulas,
+        proposals_per_round=args.formulas + 1,
+        repair=args.repair,
+        fallback_to_offline=False,
+        llm_timeout=900.0,
+        llm_retries=0,
+        llm_cache_dir=args.cache_dir,
+        llm_mode="record" if args.cache_dir else "live",
+        population_size=8,
+    )
+    problem = Branin(dim=args.dim)
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(args.dim)
+        ]
+    )
+    client.configure_optimization("-f")
+    gs = kernel_discovery_generation_strategy(
+        config, num_sobol=10, num_restarts=2, raw_samples=128, maxiter=100
+    )
+    client.set_generation_strategy(gs)
+    surrogate = gs._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
+    print(
+        f"model {args.model} ({args.size if args.model == 'local' else ''}); D={args.dim}; {args.rounds} rounds",
+        flush=True,
+    )
+    for r in range(args.rounds + 1):
+        q, trials = (10 if r == 0 else 2), {}
+        t0 = time.perf_counter()
+        while len(trials) < q:
+            trials.update(client.get_next_trials(max_trials=q - len(trials)))
+        for index, p in trials.items():
+            x = np.array([[p[f"x{i}"] for i in range(args.dim)]])
+            client.complete_trial(index, raw_data={"f": float(problem.evaluate(x)[0])})
+        if r == 0:
+            continue
+        rec = surrogate.history[-1]
+        print(
+            f"\nround {rec.round} ({time.perf_counter() - t0:.0f}s): proposed {rec.proposed}; accepted {rec.accepted}"
+        )
+        for rej in rec.rejected:
+            print(f"  rejected {rej.name} [{rej.stage}]: {rej.reason[:160]}")
+        print(
+            f"  chose {rec.chosen} ({rec.chosen_score:.4f}); LLM usage {rec.proposer_usage}",
+            flush=True,
+        )
+    proposed = sum(len(r.proposed) for r in surrogate.history)
+    accepted = sum(len(r.accepted) for r in surrogate.history)
+    stages = Counter(x.stage for r in surrogate.history for x in r.rejected)
+    llm_chosen = [
+        r.chosen for r in surrogate.history if r.chosen and r.chosen.startswith(("llm_", "direct_"))
+    ]
+    print(
+        f"\nvalidity: {accepted}/{proposed} LLM kernels accepted ({100 * accepted / max(proposed, 1):.0f}%)"
+    )
+    print(f"rejections by stage: {dict(stages)}")
+    print(f"rounds where an LLM kernel was chosen: {llm_chosen or 'none'}")
+    print("population:", [(m.name, m.origin, round(m.score or 0, 4)) for m in surrogate.population])
+    proposer = surrogate.proposer
+    client_ = getattr(proposer, "client", None)
+    if client_ is not None and hasattr(client_, "summary"):
+        print("ledger:", client_.summary())
+    return {
+        "proposed": proposed,
+        "accepted": accepted,
+        "stages": dict(stages),
+        "llm_chosen": llm_chosen,
+    }
+
+
+if __name__ == "__main__":
+    main()
