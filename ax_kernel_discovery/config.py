@@ -116,6 +116,12 @@ class KernelDiscoveryConfig(BaseModel):
     repair: bool = Field(
         False, description="Send a validation failure back to the LLM once (paper: off)."
     )
+    conversion_style: Literal["class", "function"] = Field(
+        "class",
+        description="class: the conversion LLM call writes the whole Kernel class (paper); function: "
+        "it writes only PARAMETERS and covariance(x1, x2, p) and the class is generated around it "
+        "(much more reliable with small local models).",
+    )
 
     @field_validator("device")
     @classmethod

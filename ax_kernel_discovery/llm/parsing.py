@@ -29,10 +29,12 @@ __all__ = [
     "DEFAULT_IMPORTS",
     "CodeBlock",
     "FormulaBlock",
+    "FunctionBlock",
     "ParseError",
     "extract_code_block",
     "extract_code_blocks",
     "extract_formula_blocks",
+    "extract_function_block",
     "find_kernel_class",
     "forward_fingerprint",
     "strip_thinking",
@@ -451,3 +453,206 @@ def extract_code_blocks(text: str) -> list[CodeBlock]:
     if not out:
         out.append(extract_code_block(text))  # raises ParseError with the reason
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# Function-style conversion replies: PARAMETERS + def covariance(x1, x2, p)
+# ----------------------------------------------------------------------------------------
+
+#: Accepted spellings of the parameter kinds (lower case) -> canonical kind.
+_KIND_ALIASES: dict[str, str] = {
+    "ard": "ard",
+    "per_dim": "ard",
+    "per-dim": "ard",
+    "per_dimension": "ard",
+    "positive": "positive",
+    "scalar": "positive",
+    "unit": "unit",
+    "interval": "unit",
+}
+
+
+@dataclass(frozen=True)
+class FunctionBlock:
+    """A function-style conversion reply.
+
+    Attributes:
+        parameters: ``name -> kind`` (``"ard"``, ``"positive"`` or ``"unit"``), in order.
+        source: Module code with ``def covariance(x1, x2, p)``, its helpers and imports
+            (without the ``PARAMETERS`` assignment).
+        fingerprint: Canonical dump of the functions (numbers as floats), to spot copies.
+        notes: Adjustments made to ``PARAMETERS`` (unused names dropped, used ones added).
+    """
+
+    parameters: dict[str, str]
+    source: str
+    fingerprint: str
+    notes: tuple[str, ...] = ()
+
+
+def _function_candidates(text: str) -> list[str]:
+    blocks = [
+        body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py", "python3")
+    ]
+    with_def = [b for b in blocks if re.search(r"^\s*def\s+covariance\s*\(", b, re.MULTILINE)]
+    if with_def:
+        return with_def
+    start = re.search(r"^(import |from |PARAMETERS\b|def )", text, re.MULTILINE)
+    if start is not None:
+        return [_trim_prose(text[start.start() :].replace("```", ""))]
+    return []
+
+
+def _parameters_node(tree: ast.Module) -> ast.expr | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "PARAMETERS" for t in node.targets
+        ):
+            return node.value
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "PARAMETERS"
+            and node.value is not None
+        ):
+            return node.value
+    return None
+
+
+def _read_parameters(node: ast.expr) -> dict[str, str]:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise ParseError(
+            f"PARAMETERS is not a dict literal of strings ({type(exc).__name__}: {exc})"
+        ) from None
+    if not isinstance(value, dict):
+        raise ParseError(f"PARAMETERS must be a dict, got {type(value).__name__}")
+    out: dict[str, str] = {}
+    for name, kind in value.items():
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise ParseError(f"PARAMETERS name {name!r} is not a plain identifier")
+        if not isinstance(kind, str) or kind.strip().lower() not in _KIND_ALIASES:
+            raise ParseError(
+                f"PARAMETERS[{name!r}] has unknown kind {kind!r} "
+                "(expected 'ard', 'positive' or 'unit')"
+            )
+        out[name] = _KIND_ALIASES[kind.strip().lower()]
+    return out
+
+
+def _used_keys(func: ast.FunctionDef) -> tuple[set[str], bool]:
+    """String keys read from the function's third argument, and whether it escapes."""
+    args = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    if len(args) < 3:
+        return set(), True
+    pname = args[2]
+    keys: set[str] = set()
+    seen: set[int] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            if node.value.id == pname and isinstance(node.slice, ast.Constant):
+                if isinstance(node.slice.value, str):
+                    keys.add(node.slice.value)
+                    seen.add(id(node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == pname
+            and node.func.attr == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            keys.add(node.args[0].value)
+            seen.add(id(node.func.value))
+    escapes = any(
+        isinstance(n, ast.Name) and n.id == pname and id(n) not in seen for n in ast.walk(func)
+    )
+    return keys, escapes
+
+
+def extract_function_block(text: str) -> FunctionBlock:
+    """``PARAMETERS`` and ``def covariance(x1, x2, p)`` of a function-style reply.
+
+    Takes the first fenced python (or unlabelled) block that defines ``covariance``;
+    without fences, the reply from its first code line. ``PARAMETERS`` may sit in
+    another block. Names the function reads from ``p`` but ``PARAMETERS`` lacks are
+    added (``"ard"`` when the name contains ``lengthscale``, else ``"positive"``), and
+    declared names it never reads are dropped (unused parameters fail validation).
+
+    Raises:
+        ParseError: No ``covariance`` function, no or malformed ``PARAMETERS`` (not a
+            dict literal, an unknown kind, a name that is not an identifier).
+    """
+    text = strip_thinking(text)
+    if not text.strip():
+        raise ParseError("empty reply (no code)")
+    candidates = _function_candidates(text)
+    if not candidates:
+        raise ParseError("no Python code defining covariance(x1, x2, p) in the reply")
+    code = candidates[0].strip("\n") + "\n"
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise ParseError(f"the code does not parse: {exc.msg} (line {exc.lineno})") from None
+    func = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "covariance"),
+        None,
+    )
+    if func is None:
+        raise ParseError("no top-level function named covariance(x1, x2, p) in the code")
+    if len(func.args.posonlyargs) + len(func.args.args) < 3:
+        raise ParseError("covariance must take three arguments (x1, x2, p)")
+    node = _parameters_node(tree)
+    if node is None:  # PARAMETERS in another block or in the prose
+        match = re.search(r"^\s*PARAMETERS\s*=\s*(\{[^}]*\})", text, re.MULTILINE)
+        if match is None:
+            raise ParseError("no PARAMETERS = {...} dict in the reply")
+        try:
+            node = ast.parse(match.group(1), mode="eval").body
+        except SyntaxError as exc:
+            raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
+    parameters = _read_parameters(node)
+
+    notes: list[str] = []
+    used, escapes = _used_keys(func)
+    for name in sorted(used - set(parameters)):
+        if not name.isidentifier() or name.startswith("_"):
+            raise ParseError(f"covariance reads p[{name!r}], which is not a plain identifier")
+        parameters[name] = "ard" if "lengthscale" in name.lower() else "positive"
+        notes.append(f"added {name} ({parameters[name]})")
+    if not escapes:
+        for name in [n for n in parameters if n not in used]:
+            del parameters[name]
+            notes.append(f"dropped unused {name}")
+
+    kept = [
+        n
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef))
+        or (
+            isinstance(n, ast.Assign)
+            and not any(isinstance(t, ast.Name) and t.id == "PARAMETERS" for t in n.targets)
+        )
+    ]
+    lines = code.splitlines()
+    source = "\n\n".join(
+        "\n".join(
+            lines[
+                (
+                    n.decorator_list[0].lineno
+                    if isinstance(n, ast.FunctionDef) and n.decorator_list
+                    else n.lineno
+                )
+                - 1 : n.end_lineno
+            ]
+        )
+        for n in kept
+    )
+    functions = ast.Module(
+        body=[n for n in kept if isinstance(n, ast.FunctionDef)], type_ignores=[]
+    )
+    fingerprint = ast.dump(_NormalizeNumbers().visit(functions))
+    return FunctionBlock(dict(parameters), source.strip("\n") + "\n", fingerprint, tuple(notes))

@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from ax_kernel_discovery.llm.parsing import FormulaBlock, forward_fingerprint
+from ax_kernel_discovery.llm.parsing import (
+    FormulaBlock,
+    extract_function_block,
+    forward_fingerprint,
+)
 from ax_kernel_discovery.proposers.base import MemberSummary
 
 __all__ = [
@@ -33,9 +37,12 @@ __all__ = [
     "composition_messages",
     "conversion_messages",
     "copies_example",
+    "copies_function_example",
     "direct_messages",
     "discovery_messages",
     "format_population",
+    "function_conversion_messages",
+    "function_repair_messages",
     "load_prompt",
     "repair_messages",
     "seed_formulas",
@@ -180,6 +187,55 @@ def conversion_messages(
     return _messages(user)
 
 
+def function_conversion_messages(
+    formula: FormulaBlock | str,
+    dim: int,
+    options: PromptOptions | None = None,
+) -> Messages:
+    """Stage 2, function style: ask only for ``PARAMETERS`` and ``covariance(x1, x2, p)``.
+
+    The class around the function is written by
+    :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source`.
+    """
+    options = options or PromptOptions()
+    if isinstance(formula, str):
+        formula = FormulaBlock(name="NewKernel", formula=formula)
+    example = (
+        load_prompt("conversion_function_example").strip() + "\n\n"
+        if options.conversion_example
+        else ""
+    )
+    user = _render(
+        "conversion_function",
+        dim=dim,
+        formula_block=formula.as_block(),
+        rules=load_prompt("conversion_function_rules").strip() + "\n",
+        example=example,
+    )
+    return _messages(user)
+
+
+def function_repair_messages(
+    code: str,
+    reason: str,
+    *,
+    formula: str,
+    dim: int,
+    stage: str = "validation",
+) -> Messages:
+    """Repair, function style: send ``PARAMETERS`` + ``covariance`` back with the reason."""
+    user = _render(
+        "conversion_function_repair",
+        code=code.strip(),
+        reason=" ".join(reason.split())[:2000],
+        formula=formula,
+        dim=dim,
+        stage=stage,
+        rules=load_prompt("conversion_function_rules"),
+    )
+    return _messages(user)
+
+
 def direct_messages(
     members: Sequence[MemberSummary],
     dim: int,
@@ -239,3 +295,17 @@ def copies_example(code: str) -> bool:
         return False
     mine = forward_fingerprint(code)
     return mine is not None and mine == forward_fingerprint(match.group(1))
+
+
+def copies_function_example(fingerprint: str) -> bool:
+    """Whether a function-style reply (by its fingerprint) is one of the worked examples."""
+    return fingerprint in _function_example_fingerprints()
+
+
+@functools.cache
+def _function_example_fingerprints() -> frozenset[str]:
+    text = load_prompt("conversion_function_example")
+    out = set()
+    for match in re.finditer(r"```python\n(.*?)```", text, re.DOTALL):
+        out.add(extract_function_block(match.group(0)).fingerprint)
+    return frozenset(out)

@@ -30,16 +30,19 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
 from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest, make_client
+from ax_kernel_discovery.llm.function_kernel import build_kernel_source, kernel_class_name
 from ax_kernel_discovery.llm.parsing import (
     CodeBlock,
     FormulaBlock,
+    FunctionBlock,
     ParseError,
     extract_code_block,
     extract_formula_blocks,
+    extract_function_block,
     forward_fingerprint,
 )
 from ax_kernel_discovery.llm.templates import (
@@ -47,7 +50,10 @@ from ax_kernel_discovery.llm.templates import (
     composition_messages,
     conversion_messages,
     copies_example,
+    copies_function_example,
     discovery_messages,
+    function_conversion_messages,
+    function_repair_messages,
     repair_messages,
 )
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
@@ -122,6 +128,7 @@ class LLMProposerBase(Proposer):
             conversion_example=conversion_example,
         )
         self.repair = repair
+        self._functions: dict[str, FunctionBlock] = {}
         self.validation_options = dict(validation_options or {})
         self.seed = seed
         self.name_prefix = name_prefix or self.name
@@ -180,6 +187,8 @@ class LLMProposerBase(Proposer):
             return Rejection(
                 name=pending.name, stage="proposal", reason=f"{reply}", formula=formula
             )
+        if getattr(self, "conversion_style", "class") == "function":
+            return self._build_from_function(reply, pending.block.name, formula, pending.name)
         try:
             block = extract_code_block(reply)
         except ParseError as exc:
@@ -192,6 +201,33 @@ class LLMProposerBase(Proposer):
                 formula=formula,
             )
         return block
+
+    def _build_from_function(
+        self, reply: str, kernel_name: str, formula: str, name: str
+    ) -> CodeBlock | Rejection:
+        """Function-style reply -> generated Kernel class source (or a parse rejection).
+
+        The returned :class:`CodeBlock`'s ``docstring`` holds the function fingerprint
+        (used for the duplicate check instead of the generated ``forward``).
+        """
+        try:
+            func = extract_function_block(reply)
+        except ParseError as exc:
+            return Rejection(name=name, stage="parse", reason=str(exc), formula=formula)
+        if self.options.conversion_example and copies_function_example(func.fingerprint):
+            return Rejection(
+                name=name,
+                stage="parse",
+                reason="the code copies a worked example instead of implementing the formula",
+                formula=formula,
+            )
+        class_name = kernel_class_name(kernel_name, _defined_names(func))
+        try:
+            code = build_kernel_source(func.parameters, func.source, class_name, formula)
+        except ValueError as exc:
+            return Rejection(name=name, stage="parse", reason=str(exc), formula=formula)
+        self._functions[name] = func
+        return CodeBlock(code=code, class_name=class_name, docstring=func.fingerprint)
 
     def _repair_all(
         self, candidates: list[KernelCandidate], dim: int, round_index: int
@@ -211,14 +247,7 @@ class LLMProposerBase(Proposer):
             return candidates, stats
         requests = [
             LLMRequest(
-                repair_messages(
-                    candidates[i].code or "",
-                    r.reason or "unknown failure",
-                    formula=candidates[i].formula,
-                    dim=dim,
-                    stage=r.stage or "validation",
-                    class_name=candidates[i].class_name or "the same",
-                ),
+                self._repair_request(candidates[i], r.reason or "unknown failure", r.stage, dim),
                 "repair",
                 {"seed": self._seed(round_index, 300 + i)},
             )
@@ -229,11 +258,19 @@ class LLMProposerBase(Proposer):
         for (i, _), reply in zip(failed, replies, strict=True):
             if isinstance(reply, LLMError):
                 continue  # keep the original; the surrogate will reject it with the reason
-            try:
-                block = extract_code_block(reply)
-            except ParseError:
-                continue
             old = candidates[i]
+            if old.name in self._functions:
+                built = self._build_from_function(
+                    reply, old.class_name or old.name, old.formula or "", old.name
+                )
+                if isinstance(built, Rejection):
+                    continue
+                block = built
+            else:
+                try:
+                    block = extract_code_block(reply)
+                except ParseError:
+                    continue
             out[i] = KernelCandidate(
                 name=old.name,
                 formula=old.formula,
@@ -245,6 +282,31 @@ class LLMProposerBase(Proposer):
             stats["repair_succeeded"] += 1.0
         return out, stats
 
+    def _repair_request(
+        self, candidate: KernelCandidate, reason: str, stage: str | None, dim: int
+    ) -> list[dict[str, str]]:
+        func = self._functions.get(candidate.name)
+        if func is not None:
+            params = ", ".join(f'"{k}": "{v}"' for k, v in func.parameters.items())
+            code = f"PARAMETERS = {{{params}}}\n\n\n{func.source}"
+            return function_repair_messages(
+                code, reason, formula=candidate.formula or "", dim=dim, stage=stage or "validation"
+            )
+        return repair_messages(
+            candidate.code or "",
+            reason,
+            formula=candidate.formula,
+            dim=dim,
+            stage=stage or "validation",
+            class_name=candidate.class_name or "the same",
+        )
+
+
+def _defined_names(func: FunctionBlock) -> set[str]:
+    """Top-level names the function source defines (the class name must avoid them)."""
+    pattern = r"^(?:def|class)\s+(\w+)|^(\w+)\s*="
+    return {m.group(1) or m.group(2) for m in re.finditer(pattern, func.source, re.MULTILINE)}
+
 
 class LLMProposer(LLMProposerBase):
     """Two-stage LLM proposer: discovery + composition formulas, then code per formula.
@@ -254,6 +316,10 @@ class LLMProposer(LLMProposerBase):
         num_formulas: Formulas asked of the discovery call per round (None: as many
             as ``num_proposals`` minus the compositions).
         num_compositions: Composition calls per round (each gives one formula).
+        conversion_style: ``"class"`` (the paper: the conversion call writes the whole
+            Kernel class) or ``"function"`` (it writes only ``PARAMETERS`` and
+            ``covariance(x1, x2, p)``; :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source`
+            writes the class around it; for small local models).
         **kwargs: See :class:`LLMProposerBase` (guidance toggles, repair, seed, ...).
 
     Example:
@@ -270,11 +336,17 @@ class LLMProposer(LLMProposerBase):
         *,
         num_formulas: int | None = 3,
         num_compositions: int = 1,
+        conversion_style: Literal["class", "function"] = "class",
         **kwargs: Any,
     ) -> None:
         super().__init__(client, **kwargs)
+        if conversion_style not in ("class", "function"):
+            raise ValueError(
+                f"conversion_style must be 'class' or 'function', got {conversion_style!r}"
+            )
         self.num_formulas = num_formulas
         self.num_compositions = num_compositions
+        self.conversion_style = conversion_style
 
     def propose(
         self,
@@ -365,9 +437,15 @@ class LLMProposer(LLMProposerBase):
             fresh.append(p)
 
         # Stage 2: one conversion call per formula, concurrently.
+        self._functions = {}
+        convert = (
+            function_conversion_messages
+            if self.conversion_style == "function"
+            else conversion_messages
+        )
         conv_requests = [
             LLMRequest(
-                conversion_messages(p.block, dim, self.options),
+                convert(p.block, dim, self.options),
                 "conversion",
                 {"seed": self._seed(round_index, 100 + i)},
             )
@@ -381,13 +459,17 @@ class LLMProposer(LLMProposerBase):
             if isinstance(checked, Rejection):
                 proposal.rejections.append(checked)
                 continue
-            fingerprint = forward_fingerprint(checked.code) or checked.code
+            if self.conversion_style == "function":
+                fingerprint = checked.docstring  # the function's, not the generated forward's
+            else:
+                fingerprint = forward_fingerprint(checked.code) or checked.code
             if fingerprint in fingerprints:
                 proposal.rejections.append(
                     Rejection(
                         name=p.name,
                         stage="duplicate",
-                        reason=f"same forward() as {fingerprints[fingerprint]}",
+                        reason=f"same {'covariance' if self.conversion_style == 'function' else 'forward'}() "
+                        f"as {fingerprints[fingerprint]}",
                         formula=p.block.describe(),
                     )
                 )
@@ -487,5 +569,6 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         get("llm_model", None),
         num_formulas=get("num_formulas", 3),
         num_compositions=get("num_compositions", 1),
+        conversion_style=get("conversion_style", "class"),
         **common,
     )

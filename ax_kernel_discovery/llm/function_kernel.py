@@ -1,0 +1,177 @@
+"""Wrap an LLM-written covariance *function* into a complete GPyTorch Kernel class.
+
+With ``conversion_style="function"`` the conversion LLM call writes only
+
+.. code-block:: python
+
+    PARAMETERS = {"lengthscale": "ard", "alpha": "positive"}
+
+    def covariance(x1, x2, p):
+        ...
+
+and :func:`build_kernel_source` writes the class around it: the constructor
+(``__init__(self, ard_num_dims=None, **kwargs)``), the raw parameters and their
+constraints, the transforms, the input clamp and the ``diag`` branch. Small models get
+the formula right much more often than the GPyTorch boilerplate, and this part can no
+longer be wrong. The result is ordinary kernel source: it goes through
+:func:`~ax_kernel_discovery.sandbox.check_source` and
+:func:`~ax_kernel_discovery.validation.validate_kernel_code` like any other candidate.
+
+Parameter kinds:
+
+* ``"ard"``: one positive value per input dimension, tensor of shape ``(..., 1, D)``
+  (``"lengthscale"`` of this kind is GPyTorch's own lengthscale, ``has_lengthscale``);
+* ``"positive"``: a scalar > 0, shape ``(..., 1, 1)``;
+* ``"unit"``: a scalar in ``(0, 1)``, shape ``(..., 1, 1)``.
+
+The shapes broadcast against inputs ``(..., N, D)`` and Gram matrices ``(..., N, M)``.
+
+Example:
+    >>> src = build_kernel_source(
+    ...     {"lengthscale": "ard"},
+    ...     "def covariance(x1, x2, p):\\n"
+    ...     "    d = torch.cdist(x1 / p['lengthscale'], x2 / p['lengthscale'])\\n"
+    ...     "    return torch.exp(-0.5 * d.pow(2))\\n",
+    ...     "MyRBF",
+    ...     "k(x, x') = exp(-r^2 / 2)",
+    ... )
+    >>> "class MyRBF(Kernel):" in src
+    True
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import textwrap
+
+__all__ = ["FUNCTION_NAME", "PARAMETER_KINDS", "build_kernel_source", "kernel_class_name"]
+
+#: The function the LLM writes.
+FUNCTION_NAME = "covariance"
+
+#: Parameter kinds and what they mean (shown in the prompt and used in errors).
+PARAMETER_KINDS: dict[str, str] = {
+    "ard": "one positive value per input dimension",
+    "positive": "a scalar > 0",
+    "unit": "a scalar in (0, 1)",
+}
+
+_HEADER = (
+    "import math\n\n"
+    "import torch\n"
+    "from gpytorch.constraints import Interval, Positive\n"
+    "from gpytorch.kernels import Kernel\n"
+)
+_HEADER_NAMES = {"math", "torch", "Interval", "Positive", "Kernel"}
+
+
+def kernel_class_name(name: str, taken: set[str] | None = None) -> str:
+    """A valid class name from a formula's KERNEL name that collides with nothing in ``taken``."""
+    cleaned = "".join(ch for ch in name if ch.isalnum() or ch == "_").lstrip("_")
+    if not cleaned or not cleaned[0].isalpha():
+        cleaned = "K" + cleaned if cleaned else "GeneratedKernel"
+    cleaned = cleaned[0].upper() + cleaned[1:]
+    taken = (taken or set()) | _HEADER_NAMES | {FUNCTION_NAME}
+    while cleaned in taken or keyword.iskeyword(cleaned):
+        cleaned += "Kernel"
+    return cleaned
+
+
+def _module_code(function_source: str) -> str:
+    """The reply's module code minus imports already in the header (no rebinding)."""
+    source = textwrap.dedent(function_source).strip("\n") + "\n"
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source  # check_source reports the syntax error with its line
+    lines = source.splitlines()
+    drop: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = {(a.asname or a.name).split(".")[0] for a in node.names}
+            if names <= _HEADER_NAMES:
+                drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop).strip("\n") + "\n"
+
+
+def _docstring(text: str) -> str:
+    text = " ".join(text.split()).replace("\\", "\\\\").replace('"""', "'''")
+    return text[:500] or "Kernel generated from an LLM-written covariance function."
+
+
+def build_kernel_source(
+    parameters: dict[str, str], function_source: str, class_name: str, formula: str
+) -> str:
+    """Complete kernel module source around an LLM-written ``covariance(x1, x2, p)``.
+
+    Args:
+        parameters: ``name -> kind`` (:data:`PARAMETER_KINDS`); names are identifiers.
+        function_source: Module code defining ``covariance`` (and any helpers).
+        class_name: Name of the generated Kernel subclass.
+        formula: The formula (becomes the class docstring).
+
+    Returns:
+        Python source of a module with the imports, the function and the class.
+
+    Raises:
+        ValueError: Unknown kind or a parameter name that is not a plain identifier.
+    """
+    for name, kind in parameters.items():
+        if kind not in PARAMETER_KINDS:
+            raise ValueError(f"parameter {name!r} has unknown kind {kind!r}")
+        if not name.isidentifier() or name.startswith("_") or keyword.iskeyword(name):
+            raise ValueError(f"parameter name {name!r} is not a plain identifier")
+    if not class_name.isidentifier():
+        raise ValueError(f"class name {class_name!r} is not an identifier")
+
+    use_lengthscale = parameters.get("lengthscale") == "ard"
+    init: list[str] = []
+    values: list[str] = []
+    for name, kind in parameters.items():
+        if name == "lengthscale" and use_lengthscale:
+            values.append(f'"{name}": self.lengthscale')
+            continue
+        raw = f"raw_{name}"
+        shape = "1, dims" if kind == "ard" else "1, 1"
+        constraint = "Interval(0.0, 1.0)" if kind == "unit" else "Positive()"
+        init += [
+            f"self.register_parameter(\n"
+            f'    "{raw}", torch.nn.Parameter(torch.zeros(*self.batch_shape, {shape}))\n'
+            f")",
+            f'self.register_constraint("{raw}", {constraint})',
+        ]
+        values.append(f'"{name}": self.{raw}_constraint.transform(self.{raw})')
+
+    init_body = "\n".join(init) or "pass"
+    p_lines = "".join(f"    {v},\n" for v in values)
+    lines = [
+        _HEADER,
+        "",
+        _module_code(function_source),
+        "",
+        f"class {class_name}(Kernel):",
+        f'    """{_docstring(formula)}"""',
+        "",
+    ]
+    if use_lengthscale:
+        lines += ["    has_lengthscale = True", ""]
+    lines += [
+        "    def __init__(self, ard_num_dims=None, **kwargs):",
+        "        super().__init__(ard_num_dims=ard_num_dims, **kwargs)",
+        "        dims = 1 if ard_num_dims is None else ard_num_dims",
+        textwrap.indent(init_body, " " * 8),
+        "",
+        "    def forward(self, x1, x2, diag=False, **params):",
+        textwrap.indent("p = {\n" + p_lines + "}", " " * 8),
+        "        x1 = x1.clamp(0.0, 1.0)",
+        "        x2 = x2.clamp(0.0, 1.0)",
+        f"        covar = {FUNCTION_NAME}(x1, x2, p)",
+        "        shape = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])",
+        "        covar = covar.expand(*shape, x1.size(-2), x2.size(-2))",
+        "        if diag:",
+        "            return torch.diagonal(covar, dim1=-2, dim2=-1)",
+        "        return covar",
+        "",
+    ]
+    return "\n".join(lines)

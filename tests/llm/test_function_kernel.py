@@ -1,0 +1,329 @@
+"""Function-style conversion: parsing, the generated Kernel class, and the proposer path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import litellm
+import pytest
+import torch
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.llm.client import LLMClient
+from ax_kernel_discovery.llm.function_kernel import build_kernel_source, kernel_class_name
+from ax_kernel_discovery.llm.parsing import ParseError, extract_function_block
+from ax_kernel_discovery.llm.templates import (
+    copies_function_example,
+    function_conversion_messages,
+    function_repair_messages,
+    seed_formulas,
+)
+from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
+from ax_kernel_discovery.sandbox import check_source, load_kernel_class
+from ax_kernel_discovery.validation import validate_kernel_code
+
+pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")
+
+torch.set_num_threads(1)
+
+RBF_FN = """import torch
+
+def covariance(x1, x2, p):
+    d = torch.cdist(x1 / p["lengthscale"], x2 / p["lengthscale"])
+    return torch.exp(-0.5 * d.pow(2))
+"""
+
+RQ_FN = """import math
+import torch
+
+def _sq(a, b):
+    return torch.cdist(a, b).pow(2)
+
+def covariance(x1, x2, p):
+    r2 = _sq(x1 / p["lengthscale"], x2 / p["lengthscale"])
+    alpha = p["alpha"]
+    return p["w"] + (1.0 - p["w"]) * (1.0 + r2 / (2.0 * alpha)).pow(-alpha)
+"""
+
+MATERN_REPLY = """Sure! Here is the function.
+
+```python
+import torch
+import math
+
+PARAMETERS = {"lengthscale": "ard", "unused": "positive"}
+
+
+def covariance(x1, x2, p):
+    r = torch.cdist(x1 / p["lengthscale"], x2 / p["lengthscale"]).clamp_min(1e-12)
+    s5 = math.sqrt(5.0)
+    return (1.0 + s5 * r + 5.0 / 3.0 * r.pow(2)) * torch.exp(-s5 * r)
+
+
+print(covariance(torch.rand(3, 2), torch.rand(4, 2), {}))
+```
+
+This is the Matern 5/2 kernel."""
+
+
+# ----------------------------------------------------------------- the template
+
+
+@pytest.mark.parametrize(
+    ("params", "fn", "name"),
+    [
+        ({"lengthscale": "ard"}, RBF_FN, "FnRBF"),
+        ({"lengthscale": "ard", "alpha": "positive", "w": "unit"}, RQ_FN, "FnRQ"),
+    ],
+)
+def test_template_output_passes_sandbox_and_validation(
+    params: dict[str, str], fn: str, name: str
+) -> None:
+    src = build_kernel_source(params, fn, name, "k(x, x') = ...")
+    check_source(src)
+    cls = load_kernel_class(src, name)
+    kernel = cls(ard_num_dims=3)
+    x = torch.rand(2, 5, 3)
+    assert kernel.forward(x, x[..., :4, :]).shape == (2, 5, 4)
+    assert kernel.forward(x, x, diag=True).shape == (2, 5)
+    result = validate_kernel_code(src, 6, name, fit_timeout=60.0)
+    assert result.ok, result.reason
+
+
+def test_template_parameters_and_constraints() -> None:
+    src = build_kernel_source(
+        {"lengthscale": "ard", "alpha": "positive", "w": "unit"}, RQ_FN, "K", ""
+    )
+    kernel = load_kernel_class(src, "K")(ard_num_dims=4)
+    shapes = {n: tuple(p.shape) for n, p in kernel.named_parameters()}
+    assert shapes == {"raw_lengthscale": (1, 4), "raw_alpha": (1, 1), "raw_w": (1, 1)}
+    assert 0.0 < float(kernel.raw_w_constraint.transform(kernel.raw_w).detach()) < 1.0
+    with pytest.raises(ValueError, match="unknown kind"):
+        build_kernel_source({"a": "huge"}, RBF_FN, "K", "")
+    with pytest.raises(ValueError, match="identifier"):
+        build_kernel_source({"a-b": "positive"}, RBF_FN, "K", "")
+
+
+def test_kernel_class_name_avoids_collisions() -> None:
+    assert kernel_class_name("Warped RQ (v2)") == "WarpedRQv2"
+    assert kernel_class_name("covariance") == "Covariance"
+    assert kernel_class_name("Kernel") == "KernelKernel"
+    assert kernel_class_name("_x", {"X"}) == "XKernel"
+    assert kernel_class_name("2d") == "K2d"
+
+
+# ----------------------------------------------------------------- parsing
+
+
+def test_parse_reply_with_prose_and_fences() -> None:
+    block = extract_function_block(MATERN_REPLY)
+    assert block.parameters == {"lengthscale": "ard"}
+    assert block.notes == ("dropped unused unused",)
+    assert "def covariance(x1, x2, p):" in block.source
+    assert "PARAMETERS" not in block.source and "print(" not in block.source
+    src = build_kernel_source(block.parameters, block.source, "M52", "matern")
+    check_source(src)
+    kernel = load_kernel_class(src, "M52")(ard_num_dims=2)
+    assert kernel.forward(torch.rand(3, 2), torch.rand(4, 2)).shape == (3, 4)
+
+
+def test_parse_unfenced_and_missing_parameters_added() -> None:
+    reply = (
+        "PARAMETERS = {'lengthscale': 'ARD'}\n"
+        "def covariance(x1, x2, p):\n"
+        "    r = torch.cdist(x1 / p['lengthscale'], x2 / p['lengthscale'])\n"
+        "    return p['scale'] * torch.exp(-r)\n"
+        "That is all."
+    )
+    block = extract_function_block(reply)
+    assert block.parameters == {"lengthscale": "ard", "scale": "positive"}
+    assert block.notes == ("added scale (positive)",)
+    assert "That is all" not in block.source
+
+
+def test_parse_parameters_in_separate_block() -> None:
+    reply = '```python\nPARAMETERS = {"lengthscale": "ard"}\n```\n\n```python\n' + RBF_FN + "```"
+    assert extract_function_block(reply).parameters == {"lengthscale": "ard"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("", "empty reply"),
+        ("I cannot do that.", "no Python code"),
+        (
+            "```python\nPARAMETERS = {}\ndef cov(x1, x2, p):\n    return x1\n```",
+            "no top-level function",
+        ),
+        ("```python\n" + RBF_FN + "```", "no PARAMETERS"),
+        (
+            "```python\nPARAMETERS = {'lengthscale': 'huge'}\n" + RBF_FN + "```",
+            "unknown kind 'huge'",
+        ),
+        (
+            "```python\nPARAMETERS = {'length scale': 'ard'}\n" + RBF_FN + "```",
+            "not a plain identifier",
+        ),
+        (
+            "```python\nPARAMETERS = dict(lengthscale='ard')\n" + RBF_FN + "```",
+            "not a dict literal",
+        ),
+        ("```python\nPARAMETERS = ['ard']\n" + RBF_FN + "```", "must be a dict"),
+        (
+            "```python\nPARAMETERS = {}\ndef covariance(x1, x2):\n    return x1\n```",
+            "three arguments",
+        ),
+        (
+            "```python\nPARAMETERS = {}\ndef covariance(x1, x2, p):\n  return (\n```",
+            "does not parse",
+        ),
+    ],
+)
+def test_parse_errors_have_reasons(reply: str, reason: str) -> None:
+    with pytest.raises(ParseError, match=reason.replace("(", r"\(")):
+        extract_function_block(reply)
+
+
+def test_prompts_and_example_copy_detection() -> None:
+    msgs = function_conversion_messages("k(x, x') = exp(-r)", dim=7)
+    user = msgs[1]["content"]
+    assert user.startswith("Convert a Gaussian-process kernel")
+    assert "def covariance(x1, x2, p)" in user and "(D = 7)" in user and "$" not in user
+    example = extract_function_block(
+        '```python\nimport torch\n\nPARAMETERS = {"lengthscale": "ard"}\n\n\n'
+        "def covariance(x1, x2, p):\n"
+        '    u1 = x1 / p["lengthscale"]\n    u2 = x2 / p["lengthscale"]\n'
+        "    sq_dist = torch.cdist(u1, u2).pow(2)\n    return torch.exp(-0.5 * sq_dist)\n```"
+    )
+    assert copies_function_example(example.fingerprint)
+    assert not copies_function_example(extract_function_block(MATERN_REPLY).fingerprint)
+    repair = function_repair_messages("PARAMETERS = {}", "shape: bad", formula="f", dim=3)
+    assert "rejected by our checks" in repair[1]["content"] and "$" not in repair[1]["content"]
+
+
+# ----------------------------------------------------------------- the proposer
+
+DISCOVERY = """```formula
+KERNEL: Matern52ARD
+PARAMETERS: lengthscale l (one per dimension)
+INPUT TRANSFORM: none
+COVARIANCE FUNCTION: k(x, x') = (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r), r = ||(x - x') / l||
+```
+```formula
+KERNEL: covariance
+PARAMETERS: lengthscale l
+INPUT TRANSFORM: none
+COVARIANCE FUNCTION: k(x, x') = exp(-r)
+```"""
+
+EXP_REPLY = """```python
+import torch
+PARAMETERS = {"lengthscale": "ard"}
+def covariance(x1, x2, p):
+    return torch.exp(-torch.cdist(x1 / p["lengthscale"], x2 / p["lengthscale"]))
+```"""
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> Any:
+    class Scripted(litellm.CustomLLM):
+        def __init__(self) -> None:
+            super().__init__()
+            self.prompts: list[str] = []
+            self.discovery = DISCOVERY
+            self.conversion: str | None = None
+
+        def completion(self, *args: Any, **kwargs: Any) -> Any:
+            text = kwargs["messages"][-1]["content"]
+            self.prompts.append(text)
+            if text.startswith("Convert a Gaussian-process kernel"):
+                reply = self.conversion or (MATERN_REPLY if "Matern52ARD" in text else EXP_REPLY)
+            elif "rejected by our checks" in text:
+                reply = EXP_REPLY
+            else:
+                reply = self.discovery
+            return litellm.completion(
+                model="gpt-4o", messages=kwargs["messages"], mock_response=reply
+            )
+
+    handler = Scripted()
+    monkeypatch.setattr(
+        litellm, "custom_provider_map", [{"provider": "scripted", "custom_handler": handler}]
+    )
+    return handler
+
+
+def _members() -> list[MemberSummary]:
+    out = []
+    for i, (name, formula) in enumerate(seed_formulas().items()):
+        cand = KernelCandidate(name=name, formula=formula, spec={"kernel": name})
+        out.append(MemberSummary(name, formula, "base", 0.3 + 0.01 * i, cand))
+    return out
+
+
+def test_proposer_function_mode_yields_valid_candidates(scripted: Any) -> None:
+    proposer = LLMProposer(
+        LLMClient("scripted/m", num_retries=0),
+        num_formulas=2,
+        num_compositions=0,
+        conversion_style="function",
+    )
+    proposal = proposer.propose(_members(), dim=5, num_proposals=2, round_index=0)
+    assert proposal.rejections == []
+    first, second = proposal.candidates
+    assert first.class_name == "Matern52ARD" and second.class_name == "Covariance"
+    conversions = [t for t in scripted.prompts if t.startswith("Convert")]
+    assert len(conversions) == 2 and all("def covariance(x1, x2, p)" in t for t in conversions)
+    assert "class Matern52ARD(Kernel):" in (first.code or "")
+    result = validate_kernel_code(first.code or "", 5, first.class_name, fit_timeout=60.0)
+    assert result.ok, result.reason
+
+
+def test_proposer_function_mode_duplicates(scripted: Any) -> None:
+    proposer = LLMProposer(
+        LLMClient("scripted/m", num_retries=0),
+        num_formulas=2,
+        num_compositions=0,
+        conversion_style="function",
+    )
+    discovery = DISCOVERY.replace("Matern52ARD", "Other")  # both get EXP_REPLY
+    scripted.discovery = discovery
+    proposal = proposer.propose(_members(), dim=5, num_proposals=2, round_index=3)
+    assert [c.name for c in proposal.candidates] == ["llm_r3_0"]
+    (rejection,) = proposal.rejections
+    assert rejection.stage == "duplicate" and "same covariance() as llm_r3_0" in rejection.reason
+
+
+def test_proposer_function_mode_repair(scripted: Any) -> None:
+    scripted.conversion = (
+        '```python\nPARAMETERS = {"lengthscale": "ard"}\n'
+        "def covariance(x1, x2, p):\n"
+        '    return -torch.cdist(x1 / p["lengthscale"], x2 / p["lengthscale"])\n```'
+    )
+    proposer = LLMProposer(
+        LLMClient("scripted/m", num_retries=0),
+        num_formulas=1,
+        num_compositions=0,
+        conversion_style="function",
+        repair=True,
+    )
+    proposal = proposer.propose(_members(), dim=4, num_proposals=1, round_index=0)
+    (candidate,) = proposal.candidates
+    assert proposal.usage["repair_attempted"] == 1.0 and proposal.usage["repair_succeeded"] == 1.0
+    repair = next(t for t in scripted.prompts if "rejected by our checks" in t)
+    assert 'PARAMETERS = {"lengthscale": "ard"}' in repair and "class Matern52ARD" not in repair
+    assert candidate.origin == "repair" and candidate.class_name == "Matern52ARD"
+    result = validate_kernel_code(candidate.code or "", 4, candidate.class_name, fit_timeout=60.0)
+    assert result.ok, result.reason
+
+
+def test_conversion_style_from_config() -> None:
+    cfg = KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m", conversion_style="function")
+    from_cfg = proposer_from_config(cfg)
+    assert isinstance(from_cfg, LLMProposer) and from_cfg.conversion_style == "function"
+    default = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m"))
+    assert isinstance(default, LLMProposer) and default.conversion_style == "class"
+    with pytest.raises(ValueError, match="conversion_style"):
+        LLMProposer("scripted/m", conversion_style="code")  # type: ignore[arg-type]
