@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--dim", type=int, default=20)
     parser.add_argument("--formulas", type=int, default=2)
     parser.add_argument("--repair", action="store_true")
+    parser.add_argument("--conversion-style", default="function", choices=["class", "function"])
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> dict:
         num_formulas=args.formulas,
         proposals_per_round=args.formulas + 1,
         repair=args.repair,
+        conversion_style=args.conversion_style,
         fallback_to_offline=False,
         llm_timeout=900.0,
         llm_retries=0,
