@@ -1,0 +1,291 @@
+"""``ax-kernel-discovery``: run, sweep and report benchmark experiments.
+
+Usage::
+
+    ax-kernel-discovery run --problem rover100 --method kd --budget 1000 --batch 20 --seed 0 --out results/
+    ax-kernel-discovery sweep --problems rover100,svm --methods kd,rbf --seeds 0,1 \\
+        --budget 60 --batch 10 --out results/ --workers 2 [--executor local|dask]
+    ax-kernel-discovery report results/ --out report/
+    ax-kernel-discovery list
+
+A rerun of the same command continues interrupted runs from their checkpoints and
+skips finished ones. Bad input (unknown problem or method, ``budget < num_sobol``,
+``batch < 1``, missing data) prints one ``error:`` line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_USER_ERROR = 2
+EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` can return a status."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _csv(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list, e.g. rover100,svm")
+    return items
+
+
+def _seeds(text: str) -> list[int]:
+    """``0,1,2`` or ``0-3`` (inclusive) or a mix."""
+    seeds: list[int] = []
+    try:
+        for part in _csv(text):
+            if "-" in part:
+                lo, hi = (int(p) for p in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                seeds.extend(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"seeds must be integers like 0,1,2 or 0-3, got {text!r}"
+        ) from None
+    if any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError("seeds must be >= 0")
+    return list(dict.fromkeys(seeds))
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A JSON object given inline or as the path of a JSON file."""
+    source = text
+    if not text.lstrip().startswith("{") and Path(text).is_file():
+        source = Path(text).read_text()
+    try:
+        value = json.loads(source)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(
+            f"not a JSON object or JSON file: {text!r} ({e})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=1000,
+        help="evaluations per run, Sobol included (default 1000)",
+    )
+    p.add_argument(
+        "--batch", type=int, default=20, help="points per BO round, one joint q-batch (default 20)"
+    )
+    p.add_argument("--num-sobol", type=int, default=20, help="Sobol points before BO (default 20)")
+    p.add_argument("--out", default="results", help="output folder (default results/)")
+    p.add_argument(
+        "--num-restarts", type=int, default=4, help="acquisition optimizer restarts (default 4)"
+    )
+    p.add_argument(
+        "--raw-samples", type=int, default=512, help="raw samples for the restarts (default 512)"
+    )
+    p.add_argument(
+        "--maxiter",
+        type=int,
+        default=300,
+        help="L-BFGS-B iterations of the acquisition optimizer (default 300)",
+    )
+    p.add_argument(
+        "--kd-config",
+        type=_json_object,
+        default=None,
+        help="KernelDiscoveryConfig fields for kd/compositional, inline JSON or a JSON file "
+        '(e.g. \'{"population_size": 10, "proposer": "llm"}\')',
+    )
+    p.add_argument(
+        "--data-dir", default=None, help="benchmark data folder (default: $AXKD_DATA_DIR)"
+    )
+    p.add_argument("--device", default=None, help="torch device of the BO step (default cpu)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog="ax-kernel-discovery",
+        description="Benchmark kernel discovery for high-dimensional BO against baselines (Ax/BoTorch).",
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=_ArgumentParser)
+
+    run = sub.add_parser("run", help="one problem x method x seed (resumes from its checkpoint)")
+    run.add_argument("--problem", required=True, help="benchmark name (see `list`)")
+    run.add_argument("--method", required=True, help="method name (see `list`)")
+    run.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    _add_run_options(run)
+
+    sw = sub.add_parser("sweep", help="problems x methods x seeds, in parallel")
+    sw.add_argument("--problems", type=_csv, required=True, help="comma-separated benchmark names")
+    sw.add_argument("--methods", type=_csv, required=True, help="comma-separated method names")
+    sw.add_argument("--seeds", type=_seeds, default=[0], help="seeds: 0,1,2 or 0-3 (default 0)")
+    sw.add_argument("--workers", type=int, default=1, help="parallel runs (default 1)")
+    sw.add_argument(
+        "--executor", choices=("local", "dask"), default="local", help="local processes or Dask"
+    )
+    sw.add_argument("--scheduler-address", default=None, help="address of a running Dask scheduler")
+    _add_run_options(sw)
+
+    rep = sub.add_parser(
+        "report", help="rank table, learning curves and timing table from result JSONs"
+    )
+    rep.add_argument("results", help="folder with the result JSONs")
+    rep.add_argument("--out", default="report", help="report folder (default report/)")
+    rep.add_argument(
+        "--problems", type=_csv, default=None, help="only these problems (and this column order)"
+    )
+    rep.add_argument(
+        "--methods", type=_csv, default=None, help="only these methods (and this row order)"
+    )
+    rep.add_argument("--title", default=None, help="report title")
+
+    sub.add_parser("list", help="list problems and methods")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "budget": args.budget,
+        "batch": args.batch,
+        "num_sobol": args.num_sobol,
+        "out": args.out,
+        "num_restarts": args.num_restarts,
+        "raw_samples": args.raw_samples,
+        "maxiter": args.maxiter,
+        "kd_config": args.kd_config,
+        "device": args.device,
+    }
+    if args.data_dir:
+        settings["problem_options"] = {"data_dir": args.data_dir}
+    return settings
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.runner import make_run_config, run_experiment
+
+    cfg = make_run_config(
+        problem=args.problem, method=args.method, seed=args.seed, **_settings(args)
+    )
+    result = run_experiment(cfg, progress=not args.no_progress)
+    console = _console()
+    if result.get("skipped"):
+        console.print(
+            f"{cfg.run_id}: already complete ({result['n_evaluations']} evaluations), skipped"
+        )
+    console.print(
+        f"{cfg.run_id}: best {result['best_value']} ({result['direction']}) after "
+        f"{result['n_evaluations']} evaluations -> {cfg.result_path}"
+    )
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.runner import UserInputError, sweep
+
+    if args.workers < 1:
+        raise UserInputError(f"--workers must be >= 1, got {args.workers}")
+    if args.scheduler_address and args.executor != "dask":
+        raise UserInputError("--scheduler-address needs --executor dask")
+    summaries = sweep(
+        args.problems,
+        args.methods,
+        args.seeds,
+        workers=args.workers,
+        executor=args.executor,
+        scheduler_address=args.scheduler_address,
+        progress=not args.no_progress,
+        **_settings(args),
+    )
+    failed = [s for s in summaries if s["status"] != "complete"]
+    console = _console()
+    console.print(f"{len(summaries) - len(failed)} of {len(summaries)} runs complete in {args.out}")
+    for s in failed:
+        _console(stderr=True).print(
+            f"FAILED {s['run_id']}: {s.get('error')} (traceback: {s['path']})"
+        )
+    return EXIT_RUN_FAILED if failed else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.report import write_report
+
+    path = write_report(
+        args.results, args.out, problems=args.problems, methods=args.methods, title=args.title
+    )
+    _console().print(f"report written to {path}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.baselines import METHODS
+    from ax_kernel_discovery.benchmarks import PROBLEMS
+
+    console = _console()
+    console.print("problems: " + ", ".join(sorted(PROBLEMS)))
+    console.print("methods:")
+    for info in METHODS.values():
+        console.print(f"  {info.name:<14} {info.description}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ax-kernel-discovery`` console script; returns the exit status."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = build_parser()
+    err = _console(stderr=True)
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except _UsageError as e:
+        err.print(f"error: {e}")
+        return EXIT_USER_ERROR
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USER_ERROR
+    import torch
+
+    torch.set_num_threads(1)
+    from ax_kernel_discovery.runner import UserInputError
+
+    commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report, "list": _cmd_list}
+    try:
+        return commands[args.command](args)
+    except UserInputError as e:
+        err.print(f"error: {e}")
+        return EXIT_USER_ERROR
+    except (FileNotFoundError, NotADirectoryError) as e:
+        err.print(f"error: {e}")
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        err.print("interrupted: rerun the same command to continue from the last checkpoint")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""CLI: clear errors and non-zero exits for bad input; a tiny run and report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ax_kernel_discovery.cli import EXIT_USER_ERROR, main
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--problem", "nope", "--method", "kd"], "unknown problem 'nope'"),
+        (["run", "--problem", "rover60", "--method", "nope"], "unknown method 'nope'"),
+        (
+            ["run", "--problem", "rover60", "--method", "kd", "--budget", "10"],
+            "must be at least num_sobol",
+        ),
+        (["run", "--problem", "rover60", "--method", "kd", "--batch", "0"], "batch"),
+        (["run", "--problem", "rover60", "--method", "kd", "--budget", "ten"], "invalid int value"),
+        (["run", "--method", "kd"], "--problem"),
+        (["run", "--problem", "rover60", "--method", "kd", "--kd-config", "{bad"], "JSON"),
+        (["sweep", "--problems", "rover60", "--methods", "kd,foo"], "unknown method 'foo'"),
+        (
+            ["sweep", "--problems", "rover60", "--methods", "kd", "--seeds", "a,b"],
+            "seeds must be integers",
+        ),
+        (
+            ["sweep", "--problems", "rover60", "--methods", "kd", "--workers", "0"],
+            "--workers must be >= 1",
+        ),
+        (
+            ["sweep", "--problems", "rover60", "--methods", "kd", "--executor", "spark"],
+            "invalid choice",
+        ),
+        (["sweep", "--problems", "mopta08", "--methods", "kd"], "mopta08"),
+        (["report", "does/not/exist"], "does not exist"),
+        (["frobnicate"], "invalid choice"),
+        ([], ""),
+    ],
+)
+def test_bad_input_exits_non_zero(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    if argv[:1] in (["run"], ["sweep"]):
+        argv = [*argv, "--out", str(tmp_path)]
+    assert main(argv) == EXIT_USER_ERROR
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert "Traceback" not in captured.err + captured.out
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_console_script_error_without_traceback(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ax_kernel_discovery.cli",
+            "run",
+            "--problem",
+            "nope",
+            "--method",
+            "kd",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_USER_ERROR
+    assert "error: unknown problem 'nope'; valid names:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "rover100" in out and "compositional" in out
+
+
+def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    for seed in ("0", "1"):
+        argv = [
+            "run",
+            "--problem",
+            "rover60",
+            "--method",
+            "sobol",
+            "--budget",
+            "22",
+            "--batch",
+            "2",
+            "--seed",
+            seed,
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+        assert main(argv) == 0
+    result = json.loads((out / "rover60__sobol__seed1.json").read_text())
+    assert result["status"] == "complete" and result["n_evaluations"] == 22
+    assert main(argv) == 0  # finished: skipped
+    assert "skipped" in capsys.readouterr().out
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| sobol |" in text and (tmp_path / "report" / "curves_rover60.png").is_file()
