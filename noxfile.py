@@ -39,8 +39,19 @@ def slow(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (lint + format check) and mypy."""
     _install(session)
-    session.run("ruff", "check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py")
-    session.run("ruff", "format", "--check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py")
+    session.run(
+        "ruff", "check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py"
+    )
+    session.run(
+        "ruff",
+        "format",
+        "--check",
+        "ax_kernel_discovery",
+        "tests",
+        "examples",
+        "benchmarks",
+        "noxfile.py",
+    )
     session.run("mypy", "ax_kernel_discovery")
 
 

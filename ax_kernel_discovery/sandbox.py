@@ -74,6 +74,7 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -386,11 +387,11 @@ def _guard_methods(cls: type) -> None:
         if isinstance(value, types.FunctionType):
             setattr(cls, name, _instance_guard(value, cls))
         elif isinstance(value, property):
-            parts = [
+            parts: list[Any] = [
                 _instance_guard(f, cls) if isinstance(f, types.FunctionType) else f
                 for f in (value.fget, value.fset, value.fdel)
             ]
-            setattr(cls, name, property(*parts, value.__doc__))
+            setattr(cls, name, property(parts[0], parts[1], parts[2], value.__doc__))
 
 
 def _guarded_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> type:
@@ -609,10 +610,10 @@ class _SourceChecker(ast.NodeVisitor):
             if default is not None:
                 self.visit(default)
 
-    def _visit_scope(self, body: list[ast.AST] | ast.AST, privileged: frozenset[str]) -> None:
+    def _visit_scope(self, body: Sequence[ast.AST] | ast.AST, privileged: frozenset[str]) -> None:
         saved, self._privileged = self._privileged, privileged
         try:
-            for stmt in body if isinstance(body, list) else [body]:
+            for stmt in body if isinstance(body, Sequence) else [body]:
                 self.visit(stmt)
         finally:
             self._privileged = saved

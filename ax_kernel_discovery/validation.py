@@ -381,11 +381,11 @@ def _run_checks(
             )
         ref = full.diagonal(dim1=-2, dim2=-1)
         if not torch.allclose(diag, ref, rtol=opts.diag_rtol, atol=opts.diag_atol, equal_nan=True):
-            err = (diag - ref).abs().nan_to_num(nan=float("inf")).max().item()
+            gap = (diag - ref).abs().nan_to_num(nan=float("inf")).max().item()
             raise _Failure(
                 "diag",
                 f"diag: diag=True differs from the diagonal of the full matrix "
-                f"(max abs difference {err:.3g})",
+                f"(max abs difference {gap:.3g})",
             )
         outputs.append(("diag=True", diag))
 

