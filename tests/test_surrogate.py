@@ -209,3 +209,21 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition() -> None:
     import copy
 
     assert copy.deepcopy(s)._prefetch == {}  # Ax deep-copies surrogates: no thread state travels
+
+
+def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
+    from ax_kernel_discovery.expression import formula, leaf
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
+    pop = s._new_population()
+    # same kernel as the base RBF, written differently (defaults spelled out vs omitted)
+    twin = KernelCandidate(name="twin", formula="f", origin="offline", spec={"kernel": "rbf"})
+    iso_spec = leaf("rbf", ard=False)
+    iso = KernelCandidate(name="iso", formula=formula(iso_spec), origin="offline", spec=iso_spec)
+    assert twin.key != pop.get("RBF").candidate.key
+    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
+    accepted = s._validate([twin, iso], pop, 6, rec)
+    assert [c.name for c in accepted] == ["iso"]
+    assert rec.rejected[0].name == "twin" and rec.rejected[0].stage == "duplicate"
+    assert "Gram matrix" in rec.rejected[0].reason
