@@ -97,6 +97,7 @@ def run_mode(
     dim: int,
     seed: int,
     validation: dict[str, Any],
+    conversion_style: str = "class",
 ) -> dict[str, Any]:
     """Ask for ``n`` kernels in calls of ``per_call``; validate every candidate."""
     from ax_kernel_discovery.validation import validate_kernel_code
@@ -104,7 +105,13 @@ def run_mode(
     members = seed_population()
     proposer: Proposer
     if mode == "two-stage":
-        proposer = LLMProposer(client, num_formulas=per_call, num_compositions=0, seed=seed)
+        proposer = LLMProposer(
+            client,
+            num_formulas=per_call,
+            num_compositions=0,
+            seed=seed,
+            conversion_style=conversion_style,
+        )
     else:
         proposer = DirectCodeProposer(client, num_kernels=per_call, seed=seed)
 
@@ -209,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--mode", choices=["two-stage", "direct", "both"], default="both")
     parser.add_argument("--dim", type=int, default=10)
+    parser.add_argument(
+        "--conversion-style",
+        choices=["class", "function"],
+        default="class",
+        help="two-stage conversion target: a whole Kernel class (paper) or PARAMETERS + covariance()",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-tokens", type=int, default=1500)
@@ -260,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 dim=args.dim,
                 seed=args.seed,
                 validation=validation,
+                conversion_style=args.conversion_style,
             )
             print_report(result)
             results.append(result)
