@@ -651,8 +651,74 @@ def extract_function_block(text: str) -> FunctionBlock:
         )
         for n in kept
     )
+    source, fixed = _float_math_calls(source)
+    if fixed:
+        notes.append(f"torch.<fn>(number) -> math.<fn>(number) x{fixed}")
     functions = ast.Module(
         body=[n for n in kept if isinstance(n, ast.FunctionDef)], type_ignores=[]
     )
     fingerprint = ast.dump(_NormalizeNumbers().visit(functions))
     return FunctionBlock(dict(parameters), source.strip("\n") + "\n", fingerprint, tuple(notes))
+
+
+_FLOAT_MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan", "log1p", "expm1"}
+
+
+def _is_number(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left) and _is_number(node.right)
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    )
+
+
+class _TorchOnNumbers(ast.NodeTransformer):
+    """``torch.sqrt(5.0)`` (a frequent small-model bug: torch wants tensors) -> ``math.sqrt(5.0)``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "torch"
+            and func.attr in _FLOAT_MATH
+            and len(node.args) == 1
+            and not node.keywords
+            and _is_number(node.args[0])
+        ):
+            self.count += 1
+            return ast.copy_location(
+                ast.Call(
+                    func=ast.Attribute(
+                        value=ast.Name("math", ast.Load()), attr=func.attr, ctx=ast.Load()
+                    ),
+                    args=node.args,
+                    keywords=[],
+                ),
+                node,
+            )
+        return node
+
+
+def _float_math_calls(source: str) -> tuple[str, int]:
+    """Rewrite torch math calls on plain numbers to ``math`` (adding ``import math``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, 0
+    fixer = _TorchOnNumbers()
+    tree = fixer.visit(tree)
+    if not fixer.count:
+        return source, 0
+    text = ast.unparse(ast.fix_missing_locations(tree))
+    if not re.search(r"^import math$", text, re.MULTILINE):
+        text = "import math\n" + text
+    return text, fixer.count

@@ -327,3 +327,19 @@ def test_conversion_style_from_config() -> None:
     assert isinstance(default, LLMProposer) and default.conversion_style == "class"
     with pytest.raises(ValueError, match="conversion_style"):
         LLMProposer("scripted/m", conversion_style="code")  # type: ignore[arg-type]
+
+
+def test_torch_math_on_plain_numbers_is_rewritten_to_math() -> None:
+    from ax_kernel_discovery.llm.parsing import extract_function_block
+
+    reply = (
+        "```python\nPARAMETERS = {'lengthscale': 'ard'}\n"
+        "def covariance(x1, x2, p):\n"
+        "    d = torch.cdist(x1 / p['lengthscale'], x2 / p['lengthscale'])\n"
+        "    return (1 + torch.sqrt(5.0) * d + 5.0 / 3.0 * d ** 2) * torch.exp(-torch.sqrt(5.0) * d)\n```"
+    )
+    block = extract_function_block(reply)
+    assert "torch.sqrt(5.0)" not in block.source
+    assert block.source.count("math.sqrt(5.0)") == 2
+    assert "torch.exp(" in block.source  # tensor calls are left alone
+    assert any("math.<fn>" in note for note in block.notes)
