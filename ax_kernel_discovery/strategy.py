@@ -8,7 +8,6 @@ from ax.adapter.registry import Generators
 from ax.generation_strategy.generation_node import GenerationNode, GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from botorch.acquisition import AcquisitionFunction
-from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
@@ -132,7 +131,6 @@ def kernel_discovery_generation_strategy(
 
 
 __all__ = [
-    "LogExpectedImprovement",
     "botorch_step",
     "kernel_discovery_generation_strategy",
     "optimizer_options",

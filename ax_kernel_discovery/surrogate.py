@@ -245,7 +245,7 @@ class KernelDiscoverySurrogate(Surrogate):
             best = pop.get(best_name)
             best.times_chosen += 1
             rec.chosen, rec.chosen_formula, rec.chosen_score = best_name, best.formula, best_score
-            self._last_choice[outcome] = (best_name, _row_hashes(X))
+            self._last_choice[outcome] = (best_name, set(_row_hashes(X)))
         rec.scores = {k: v[2] for k, v in models.items()}
         rec.population = pop.names
         rec.timings["total"] = time.perf_counter() - t_start
@@ -308,7 +308,7 @@ class KernelDiscoverySurrogate(Surrogate):
         if last is None or not weight:
             return
         name, seen = last
-        is_new = torch.tensor([h not in seen for h in _row_hashes_list(X)], device=X.device)
+        is_new = torch.tensor([h not in seen for h in _row_hashes(X)], device=X.device)
         if not is_new.any() or is_new.all():
             return
         y = Y.reshape(-1) * weight
@@ -444,11 +444,15 @@ class KernelDiscoverySurrogate(Surrogate):
                     Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")
                 )
                 continue
+            # compare with the current members and this round's accepted kernels only
+            # (``_signatures`` is a cache that also holds kernels dropped long ago)
+            live = [m.candidate.key for m in pop] + [c.key for c in accepted]
             twin = next(
                 (
                     k
-                    for k, s in self._signatures.items()
-                    if cosine_similarity(sig, s) > self.config.dedup_threshold
+                    for k in live
+                    if k in self._signatures
+                    and cosine_similarity(sig, self._signatures[k]) > self.config.dedup_threshold
                 ),
                 None,
             )
@@ -520,10 +524,6 @@ class KernelDiscoverySurrogate(Surrogate):
         return model, config, value
 
 
-def _row_hashes_list(X: Tensor) -> list[int]:
-    rows = X.detach().cpu().numpy()
-    return [hash(r.tobytes()) for r in rows]
-
-
-def _row_hashes(X: Tensor) -> set[int]:
-    return set(_row_hashes_list(X))
+def _row_hashes(X: Tensor) -> list[int]:
+    """One hash per training row, to tell last round's points from new ones."""
+    return [hash(r.tobytes()) for r in X.detach().cpu().numpy()]

@@ -227,3 +227,16 @@ def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
     assert [c.name for c in accepted] == ["iso"]
     assert rec.rejected[0].name == "twin" and rec.rejected[0].stage == "duplicate"
     assert "Gram matrix" in rec.rejected[0].reason
+
+
+def test_a_dropped_members_twin_may_come_back() -> None:
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
+    pop = s._new_population()
+    twin = KernelCandidate(name="twin", formula="f", origin="offline", spec={"kernel": "rbf"})
+    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
+    assert s._validate([twin], pop, 6, rec) == []  # RBF is a member: duplicate
+    pop.remove("RBF")
+    rec = RoundRecord(round=1, outcome="f", n=0, dim=6)
+    assert [c.name for c in s._validate([twin], pop, 6, rec)] == ["twin"]
