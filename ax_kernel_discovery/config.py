@@ -116,11 +116,12 @@ class KernelDiscoveryConfig(BaseModel):
     repair: bool = Field(
         False, description="Send a validation failure back to the LLM once (paper: off)."
     )
-    conversion_style: Literal["class", "function"] = Field(
+    conversion_style: Literal["class", "function", "pair"] = Field(
         "class",
         description="class: the conversion LLM call writes the whole Kernel class (paper); function: "
-        "it writes only PARAMETERS and covariance(x1, x2, p) and the class is generated around it "
-        "(much more reliable with small local models).",
+        "it writes only PARAMETERS and a batched covariance(x1, x2, p) and the class is generated "
+        "around it; pair: PARAMETERS and covariance(x, y, p) for one pair of points, vectorised "
+        "with torch.vmap (the most reliable with small local models; memory O(N M D)).",
     )
 
     @field_validator("device")
@@ -135,6 +136,11 @@ class KernelDiscoveryConfig(BaseModel):
         if self.llm_mode in ("replay", "record") and not self.llm_cache_dir:
             raise ValueError(
                 f"llm_mode={self.llm_mode!r} needs llm_cache_dir (where responses are stored)"
+            )
+        if self.proposer == "direct" and self.conversion_style == "function":
+            raise ValueError(
+                "proposer='direct' writes code in one call: conversion_style must be 'class' "
+                "(Kernel classes) or 'pair' (covariance(x, y, p) functions), got 'function'"
             )
         return self
 

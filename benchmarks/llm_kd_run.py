@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--dim", type=int, default=20)
     parser.add_argument("--formulas", type=int, default=2)
     parser.add_argument("--repair", action="store_true")
-    parser.add_argument("--conversion-style", default="function", choices=["class", "function"])
+    parser.add_argument("--conversion-style", default="pair", choices=["class", "function", "pair"])
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
         llm_timeout=900.0,
         llm_retries=0,
         llm_cache_dir=args.cache_dir,
-        llm_mode="record" if args.cache_dir else "live",
+        llm_mode="live",  # with --cache-dir: read-through cache, new replies recorded
         population_size=8,
     )
     problem = Branin(dim=args.dim)

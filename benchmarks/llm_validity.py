@@ -113,7 +113,13 @@ def run_mode(
             conversion_style=conversion_style,
         )
     else:
-        proposer = DirectCodeProposer(client, num_kernels=per_call, seed=seed)
+        # direct code generation has no "function" target: it writes classes then
+        proposer = DirectCodeProposer(
+            client,
+            num_kernels=per_call,
+            seed=seed,
+            code_style="pair" if conversion_style == "pair" else "class",
+        )
 
     outcomes: list[dict[str, Any]] = []
     call_failures: list[dict[str, Any]] = []
@@ -218,9 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=10)
     parser.add_argument(
         "--conversion-style",
-        choices=["class", "function"],
+        choices=["class", "function", "pair"],
         default="class",
-        help="two-stage conversion target: a whole Kernel class (paper) or PARAMETERS + covariance()",
+        help="code target: a whole Kernel class (paper), PARAMETERS + a batched "
+        "covariance(x1, x2, p) (two-stage only; direct then writes classes), or PARAMETERS + "
+        "covariance(x, y, p) for one pair of points (both modes)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=0.7)
@@ -239,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "timeout": args.timeout,
         "num_retries": 1,
         "cache_dir": args.cache_dir,
-        "mode": "replay" if args.replay else ("record" if args.cache_dir else "live"),
+        "mode": "replay" if args.replay else "live",  # live + cache dir: read-through
     }
     server = None
     if args.model == "local" and not args.replay:

@@ -42,8 +42,9 @@ class BOCKKernel(Kernel):
 
     has_lengthscale = True
     formula: ClassVar[str] = (
-        "z = (2x - 1)/sqrt(D), r = ||z||, a = z/r, kappa(r) = 1 - (1 - r^alpha)^beta; "
-        "k(x, x') = Matern52(|kappa(r) - kappa(r')| / l) * sum_{p=0}^{P-1} w_p (a^T a')^p, w_p > 0"
+        "z = (2x - 1)/sqrt(D), r = ||z||, a = z/r, kappa(r) = 1 - (1 - r^alpha)^beta, "
+        "t = |kappa(r) - kappa(r')| / l; k(x, x') = (1 + sqrt5 t + 5/3 t^2) exp(-sqrt5 t) * "
+        "sum_{p=0}^{P-1} w_p (a^T a')^p, w_p > 0, P = 3"
     )
 
     def __init__(self, ard_num_dims: int, num_angular_weights: int = 3, **kwargs: Any) -> None:

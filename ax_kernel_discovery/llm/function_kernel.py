@@ -45,7 +45,13 @@ import ast
 import keyword
 import textwrap
 
-__all__ = ["FUNCTION_NAME", "PARAMETER_KINDS", "build_kernel_source", "kernel_class_name"]
+__all__ = [
+    "FUNCTION_NAME",
+    "PAIRWISE_HELPER",
+    "PARAMETER_KINDS",
+    "build_kernel_source",
+    "kernel_class_name",
+]
 
 #: The function the LLM writes.
 FUNCTION_NAME = "covariance"
@@ -65,6 +71,49 @@ _HEADER = (
 )
 _HEADER_NAMES = {"math", "torch", "Interval", "Positive", "Kernel"}
 
+#: Name of the helper that vectorises a pair function (defined in the generated source).
+PAIRWISE_HELPER = "pairwise_covariance"
+
+# Written into every pair-style module: ``covariance(x, y, p)`` on one pair of points ->
+# Gram matrix with ``torch.vmap`` (over the rows of x1, the rows of x2 and any batch).
+_PAIRWISE_SOURCE = '''
+def pairwise_covariance(fn, x1, x2, vectors, scalars, diag=False):
+    """k(x1[..., i, :], x2[..., j, :]) for all i, j (diag: i == j) from one-pair fn(x, y, p)."""
+    n, m, d = x1.size(-2), x2.size(-2), x1.size(-1)
+    tensors = [x1, x2, *vectors.values(), *scalars.values()]
+    batch = torch.broadcast_shapes(*[t.shape[:-2] for t in tensors])
+
+    def flat(t, tail):
+        if t.shape[:-2] == batch and len(batch) > 0:
+            return t.reshape((-1, *tail)), 0
+        if t.shape[:-2].numel() == 1:
+            return t.reshape(tail), None
+        return t.expand(*batch, *t.shape[-2:]).reshape((-1, *tail)), 0
+
+    a, a_dim = flat(x1, (n, d))
+    b, b_dim = flat(x2, (m, d))
+    p, p_dims = {}, {}
+    for key, value in vectors.items():
+        p[key], p_dims[key] = flat(value, (d,))
+    for key, value in scalars.items():
+        p[key], p_dims[key] = flat(value, ())
+    if diag:
+        one = torch.vmap(fn, in_dims=(0, 0, None))
+    else:
+        one = torch.vmap(torch.vmap(fn, in_dims=(None, 0, None)), in_dims=(0, None, None))
+    if a_dim is None and b_dim is None and all(v is None for v in p_dims.values()):
+        out = one(a, b, p)
+    else:
+        out = torch.vmap(one, in_dims=(a_dim, b_dim, p_dims))(a, b, p)
+    want = (n,) if diag else (n, m)
+    if tuple(out.shape[-len(want):]) != want or out.dim() not in (len(want), len(want) + 1):
+        raise ValueError(
+            "covariance(x, y, p) must return one number per pair of points; "
+            f"the pairs gave an output of shape {tuple(out.shape)}"
+        )
+    return out.reshape(*batch, *want)
+'''
+
 
 def kernel_class_name(name: str, taken: set[str] | None = None) -> str:
     """A valid class name from a formula's KERNEL name that collides with nothing in ``taken``."""
@@ -72,7 +121,7 @@ def kernel_class_name(name: str, taken: set[str] | None = None) -> str:
     if not cleaned or not cleaned[0].isalpha():
         cleaned = "K" + cleaned if cleaned else "GeneratedKernel"
     cleaned = cleaned[0].upper() + cleaned[1:]
-    taken = (taken or set()) | _HEADER_NAMES | {FUNCTION_NAME}
+    taken = (taken or set()) | _HEADER_NAMES | {FUNCTION_NAME, PAIRWISE_HELPER}
     while cleaned in taken or keyword.iskeyword(cleaned):
         cleaned += "Kernel"
     return cleaned
@@ -101,15 +150,24 @@ def _docstring(text: str) -> str:
 
 
 def build_kernel_source(
-    parameters: dict[str, str], function_source: str, class_name: str, formula: str
+    parameters: dict[str, str],
+    function_source: str,
+    class_name: str,
+    formula: str,
+    pairwise: bool = False,
 ) -> str:
-    """Complete kernel module source around an LLM-written ``covariance(x1, x2, p)``.
+    """Complete kernel module source around an LLM-written ``covariance`` function.
 
     Args:
         parameters: ``name -> kind`` (:data:`PARAMETER_KINDS`); names are identifiers.
         function_source: Module code defining ``covariance`` (and any helpers).
         class_name: Name of the generated Kernel subclass.
         formula: The formula (becomes the class docstring).
+        pairwise: ``covariance(x, y, p)`` computes one pair of points (x, y of shape
+            ``(D,)``, ard parameters ``(D,)``, scalars 0-dim) and the generated module
+            vectorises it with ``torch.vmap`` (the ``"pair"`` conversion style).
+            Otherwise ``covariance(x1, x2, p)`` maps ``(..., N, D)`` and ``(..., M, D)``
+            to ``(..., N, M)`` (the ``"function"`` style).
 
     Returns:
         Python source of a module with the imports, the function and the class.
@@ -163,6 +221,22 @@ def build_kernel_source(
         textwrap.indent(init_body, " " * 8),
         "",
         "    def forward(self, x1, x2, diag=False, **params):",
+    ]
+    if pairwise:
+        kinds = list(parameters.values())
+        vectors = "".join(f"    {v},\n" for v, k in zip(values, kinds, strict=True) if k == "ard")
+        scalars = "".join(f"    {v},\n" for v, k in zip(values, kinds, strict=True) if k != "ard")
+        lines += [
+            textwrap.indent("vectors = {\n" + vectors + "}", " " * 8),
+            textwrap.indent("scalars = {\n" + scalars + "}", " " * 8),
+            "        x1 = x1.clamp(0.0, 1.0)",
+            "        x2 = x2.clamp(0.0, 1.0)",
+            f"        return {PAIRWISE_HELPER}({FUNCTION_NAME}, x1, x2, vectors, scalars, diag)",
+            "",
+        ]
+        lines[2:2] = [_PAIRWISE_SOURCE.strip("\n"), ""]
+        return "\n".join(lines)
+    lines += [
         textwrap.indent("p = {\n" + p_lines + "}", " " * 8),
         "        x1 = x1.clamp(0.0, 1.0)",
         "        x2 = x2.clamp(0.0, 1.0)",

@@ -30,6 +30,7 @@ __all__ = [
     "CodeBlock",
     "FormulaBlock",
     "FunctionBlock",
+    "NamedFunctionReply",
     "ParseError",
     "extract_code_block",
     "extract_code_blocks",
@@ -37,6 +38,7 @@ __all__ = [
     "extract_function_block",
     "find_kernel_class",
     "forward_fingerprint",
+    "split_function_replies",
     "strip_thinking",
 ]
 
@@ -137,9 +139,10 @@ def strip_thinking(text: str) -> str:
     return text
 
 
-def _fenced_blocks(text: str) -> list[tuple[str, str]]:
-    """``(language, body)`` of every fenced block; an unclosed last fence runs to the end."""
-    blocks: list[tuple[str, str]] = []
+def _fenced_spans(text: str) -> list[tuple[str, str, int, int]]:
+    """``(language, body, start, end)`` of every fenced block (an unclosed last fence
+    runs to the end); ``start``/``end`` bound the block with its fences."""
+    blocks: list[tuple[str, str, int, int]] = []
     pos = 0
     while True:
         opening = _FENCE_RE.search(text, pos)
@@ -150,11 +153,16 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
         end = closing.search(text, body_start)
         if end is None:
-            blocks.append((lang, text[body_start:]))
+            blocks.append((lang, text[body_start:], opening.start(), len(text)))
             break
-        blocks.append((lang, text[body_start : end.start()]))
+        blocks.append((lang, text[body_start : end.start()], opening.start(), end.end()))
         pos = end.end()
     return blocks
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block; an unclosed last fence runs to the end."""
+    return [(lang, body) for lang, body, _, _ in _fenced_spans(text)]
 
 
 def _parse_fields(text: str) -> dict[str, str]:
@@ -659,6 +667,56 @@ def extract_function_block(text: str) -> FunctionBlock:
     )
     fingerprint = ast.dump(_NormalizeNumbers().visit(functions))
     return FunctionBlock(dict(parameters), source.strip("\n") + "\n", fingerprint, tuple(notes))
+
+
+@dataclass(frozen=True)
+class NamedFunctionReply:
+    """One kernel of a direct pair-style reply: its comment header and its code block.
+
+    Attributes:
+        name: The ``# KERNEL:`` name (``""`` when missing).
+        formula: The ``# k(x, x') = ...`` line (``""`` when missing).
+        text: The block as a fenced reply, for :func:`extract_function_block`.
+    """
+
+    name: str
+    formula: str
+    text: str
+
+
+def split_function_replies(text: str) -> list[NamedFunctionReply]:
+    """Split a reply with several ``covariance`` blocks (direct code generation).
+
+    Each fenced python (or unlabelled) block that defines ``covariance`` is one kernel;
+    its ``# KERNEL: Name`` and ``# k(x, x') = ...`` comment lines (inside the block or
+    on the lines just before it) name and describe it.
+
+    Raises:
+        ParseError: No block defines ``covariance``.
+    """
+    text = strip_thinking(text)
+    out: list[NamedFunctionReply] = []
+    previous_end = 0
+    for lang, body, start, end in _fenced_spans(text):
+        before = text[previous_end:start]
+        previous_end = end
+        if lang not in ("", "python", "py", "python3") or not re.search(
+            r"^\s*def\s+covariance\s*\(", body, re.MULTILINE
+        ):
+            continue
+        header = before[-400:] + "\n" + body
+        name = re.search(r"KERNEL\s*:\s*`?([^\n`]+)", header)
+        formula = re.search(r"(k\s*\(\s*x\s*,\s*x'\s*\)\s*=[^\n]+)", header)
+        out.append(
+            NamedFunctionReply(
+                name=name.group(1).strip() if name else "",
+                formula=" ".join(formula.group(1).split()) if formula else "",
+                text=f"```python\n{body}\n```",
+            )
+        )
+    if not out:
+        raise ParseError("no fenced python block defining covariance(x, y, p) in the reply")
+    return out
 
 
 _FLOAT_MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan", "log1p", "expm1"}

@@ -33,6 +33,7 @@ from ax_kernel_discovery.llm.parsing import (
 from ax_kernel_discovery.proposers.base import MemberSummary
 
 __all__ = [
+    "FUNCTION_STYLES",
     "PromptOptions",
     "composition_messages",
     "conversion_messages",
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 Messages = list[dict[str, str]]
+
+#: Conversion styles in which the LLM writes a covariance function, not a class.
+FUNCTION_STYLES: tuple[str, ...] = ("function", "pair")
 
 
 @dataclass(frozen=True)
@@ -187,29 +191,38 @@ def conversion_messages(
     return _messages(user)
 
 
+def _function_prompt(style: str) -> str:
+    """Prompt-file stem of a function conversion style (``function`` or ``pair``)."""
+    if style not in FUNCTION_STYLES:
+        raise ValueError(
+            f"function conversion style must be one of {FUNCTION_STYLES}, got {style!r}"
+        )
+    return "conversion_function" if style == "function" else "conversion_pair"
+
+
 def function_conversion_messages(
     formula: FormulaBlock | str,
     dim: int,
     options: PromptOptions | None = None,
+    style: str = "function",
 ) -> Messages:
-    """Stage 2, function style: ask only for ``PARAMETERS`` and ``covariance(x1, x2, p)``.
+    """Stage 2, function styles: ask only for ``PARAMETERS`` and ``covariance``.
 
-    The class around the function is written by
-    :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source`.
+    ``style="function"`` asks for ``covariance(x1, x2, p)`` on whole input batches;
+    ``style="pair"`` for ``covariance(x, y, p)`` on one pair of points (vectorised with
+    ``torch.vmap`` by the generated class). The class around the function is written
+    by :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source`.
     """
     options = options or PromptOptions()
+    stem = _function_prompt(style)
     if isinstance(formula, str):
         formula = FormulaBlock(name="NewKernel", formula=formula)
-    example = (
-        load_prompt("conversion_function_example").strip() + "\n\n"
-        if options.conversion_example
-        else ""
-    )
+    example = load_prompt(f"{stem}_example").strip() + "\n\n" if options.conversion_example else ""
     user = _render(
-        "conversion_function",
+        stem,
         dim=dim,
         formula_block=formula.as_block(),
-        rules=load_prompt("conversion_function_rules").strip() + "\n",
+        rules=load_prompt(f"{stem}_rules").strip() + "\n",
         example=example,
     )
     return _messages(user)
@@ -222,16 +235,18 @@ def function_repair_messages(
     formula: str,
     dim: int,
     stage: str = "validation",
+    style: str = "function",
 ) -> Messages:
-    """Repair, function style: send ``PARAMETERS`` + ``covariance`` back with the reason."""
+    """Repair, function styles: send ``PARAMETERS`` + ``covariance`` back with the reason."""
+    stem = _function_prompt(style)
     user = _render(
-        "conversion_function_repair",
+        f"{stem}_repair",
         code=code.strip(),
         reason=" ".join(reason.split())[:2000],
         formula=formula,
         dim=dim,
         stage=stage,
-        rules=load_prompt("conversion_function_rules"),
+        rules=load_prompt(f"{stem}_rules"),
     )
     return _messages(user)
 
@@ -241,16 +256,33 @@ def direct_messages(
     dim: int,
     num_kernels: int,
     options: PromptOptions | None = None,
+    style: str = "class",
 ) -> Messages:
-    """One-stage baseline: write the code of new kernels directly from the population."""
+    """One-stage baseline: write the code of new kernels directly from the population.
+
+    ``style="class"`` asks for whole GPyTorch Kernel classes (the paper's ablation);
+    ``style="pair"`` for ``PARAMETERS`` + ``covariance(x, y, p)`` per kernel, the same
+    code target as the two-stage ``"pair"`` conversion.
+    """
     options = options or PromptOptions()
+    if style not in ("class", "pair"):
+        raise ValueError(f"direct code style must be 'class' or 'pair', got {style!r}")
+    if style == "pair":
+        code = {
+            "rules": load_prompt("conversion_pair_rules").strip() + "\n",
+            "example": load_prompt("conversion_pair_example").strip() + "\n\n"
+            if options.conversion_example
+            else "",
+        }
+    else:
+        code = _code_sections(options)
     user = _render(
-        "direct",
+        "direct" if style == "class" else "direct_pair",
         dim=dim,
         num_kernels=num_kernels,
         population=format_population(members, options.max_members),
         **_guidance(options, dim),
-        **_code_sections(options),
+        **code,
     )
     return _messages(user)
 
@@ -304,8 +336,8 @@ def copies_function_example(fingerprint: str) -> bool:
 
 @functools.cache
 def _function_example_fingerprints() -> frozenset[str]:
-    text = load_prompt("conversion_function_example")
     out = set()
-    for match in re.finditer(r"```python\n(.*?)```", text, re.DOTALL):
-        out.add(extract_function_block(match.group(0)).fingerprint)
+    for stem in ("conversion_function_example", "conversion_pair_example"):
+        for match in re.finditer(r"```python\n(.*?)```", load_prompt(stem), re.DOTALL):
+            out.add(extract_function_block(match.group(0)).fingerprint)
     return frozenset(out)

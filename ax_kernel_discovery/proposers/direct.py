@@ -4,7 +4,10 @@ The paper's ablation of the two-stage design: a single call shows the ranked
 population (formulas and LOO-CRPS, never data), the guidance sections and the code
 rules, and asks for ``k`` GPyTorch kernel classes at once. The formula of each
 candidate is the first line of its class docstring (the prompt asks for
-``k(x, x') = ...`` there).
+``k(x, x') = ...`` there). With ``code_style="pair"`` it asks instead for ``k`` blocks
+of ``PARAMETERS`` + ``covariance(x, y, p)`` (the code target of the two-stage
+``"pair"`` conversion, so that the two designs can be compared on small models); the
+class is generated around each function.
 
 Example:
     >>> proposer = DirectCodeProposer("gpt-4o")  # doctest: +SKIP
@@ -15,11 +18,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.llm.client import LLMClient, LLMError
-from ax_kernel_discovery.llm.parsing import ParseError, extract_code_blocks, forward_fingerprint
+from ax_kernel_discovery.llm.parsing import (
+    CodeBlock,
+    ParseError,
+    extract_code_blocks,
+    forward_fingerprint,
+    split_function_replies,
+)
 from ax_kernel_discovery.llm.templates import copies_example, direct_messages
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
 from ax_kernel_discovery.proposers.llm import LLMProposerBase
@@ -34,6 +43,8 @@ class DirectCodeProposer(LLMProposerBase):
         client: An :class:`~ax_kernel_discovery.llm.client.LLMClient`, a litellm model
             string (or ``"local"``), or None for ``$AXKD_LLM_MODEL``.
         num_kernels: Kernels asked for per call (None: ``num_proposals``).
+        code_style: ``"class"`` (whole Kernel classes, the paper's ablation) or
+            ``"pair"`` (``PARAMETERS`` + ``covariance(x, y, p)`` per kernel).
         **kwargs: See :class:`~ax_kernel_discovery.proposers.llm.LLMProposerBase`
             (guidance toggles, repair, seed, name prefix, ...).
 
@@ -49,10 +60,16 @@ class DirectCodeProposer(LLMProposerBase):
         client: LLMClient | str | None = None,
         *,
         num_kernels: int | None = None,
+        code_style: Literal["class", "pair"] = "class",
         **kwargs: Any,
     ) -> None:
         super().__init__(client, **kwargs)
+        if code_style not in ("class", "pair"):
+            raise ValueError(f"direct code_style must be 'class' or 'pair', got {code_style!r}")
         self.num_kernels = num_kernels
+        self.code_style = code_style
+        # the attribute the shared function-style helpers (build, repair) read
+        self.conversion_style = "pair" if code_style == "pair" else "class"
 
     def propose(
         self,
@@ -74,7 +91,8 @@ class DirectCodeProposer(LLMProposerBase):
         taken = {m.name for m in members}
         k = num_proposals if self.num_kernels is None else min(self.num_kernels, num_proposals)
 
-        messages = direct_messages(members, dim, k, self.options)
+        messages = direct_messages(members, dim, k, self.options, style=self.code_style)
+        self._functions = {}
         reply: str | LLMError
         try:
             reply = client.complete(messages, "direct", seed=self._seed(round_index, 0))
@@ -84,55 +102,10 @@ class DirectCodeProposer(LLMProposerBase):
 
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
+        elif self.code_style == "pair":
+            self._add_functions(reply, prefix, k, taken, proposal)
         else:
-            try:
-                blocks = extract_code_blocks(reply)
-            except ParseError as exc:
-                blocks = []
-                proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
-            if len(blocks) < k and blocks:
-                proposal.rejections.append(
-                    Rejection(
-                        name=prefix,
-                        stage="parse",
-                        reason=f"direct reply had {len(blocks)} of {k} kernel classes",
-                    )
-                )
-            seen: set[str] = set()
-            for i, block in enumerate(blocks[:k]):
-                name = self._unique(f"{prefix}_{i}", taken)
-                formula = _formula_of(block.docstring, block.class_name)
-                if copies_example(block.code) and self.options.conversion_example:
-                    proposal.rejections.append(
-                        Rejection(
-                            name=name,
-                            stage="parse",
-                            reason="the code copies the worked example",
-                            formula=formula,
-                        )
-                    )
-                    continue
-                fingerprint = forward_fingerprint(block.code) or block.code
-                if fingerprint in seen:
-                    proposal.rejections.append(
-                        Rejection(
-                            name=name,
-                            stage="duplicate",
-                            reason="same forward() as another kernel of the reply",
-                            formula=formula,
-                        )
-                    )
-                    continue
-                seen.add(fingerprint)
-                proposal.candidates.append(
-                    KernelCandidate(
-                        name=name,
-                        formula=formula,
-                        origin="direct",
-                        code=block.code,
-                        class_name=block.class_name,
-                    )
-                )
+            self._add_classes(reply, prefix, k, taken, proposal)
 
         repair_stats: dict[str, float] = {}
         if self.repair and proposal.candidates:
@@ -147,6 +120,93 @@ class DirectCodeProposer(LLMProposerBase):
         }
         proposal.usage = {**self._usage(ledger_start), **repair_stats}
         return proposal
+
+    def _add_classes(
+        self, reply: str, prefix: str, k: int, taken: set[str], proposal: Proposal
+    ) -> None:
+        """Class-style reply: one candidate per Kernel class (at most ``k``)."""
+        try:
+            blocks = extract_code_blocks(reply)
+        except ParseError as exc:
+            proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
+            return
+        self._note_short(len(blocks), k, prefix, "kernel classes", proposal)
+        seen: set[str] = set()
+        for i, block in enumerate(blocks[:k]):
+            name = self._unique(f"{prefix}_{i}", taken)
+            formula = _formula_of(block.docstring, block.class_name)
+            if copies_example(block.code) and self.options.conversion_example:
+                proposal.rejections.append(
+                    Rejection(
+                        name=name,
+                        stage="parse",
+                        reason="the code copies the worked example",
+                        formula=formula,
+                    )
+                )
+                continue
+            self._add(block, name, formula, forward_fingerprint(block.code), seen, proposal)
+
+    def _add_functions(
+        self, reply: str, prefix: str, k: int, taken: set[str], proposal: Proposal
+    ) -> None:
+        """Pair-style reply: one candidate per ``covariance`` block (at most ``k``)."""
+        try:
+            parts = split_function_replies(reply)
+        except ParseError as exc:
+            proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
+            return
+        self._note_short(len(parts), k, prefix, "covariance functions", proposal)
+        seen: set[str] = set()
+        for i, part in enumerate(parts[:k]):
+            name = self._unique(f"{prefix}_{i}", taken)
+            formula = part.formula or f"{part.name or name} (no formula given)"
+            built = self._build_from_function(part.text, part.name or name, formula, name)
+            if isinstance(built, Rejection):
+                proposal.rejections.append(built)
+                continue
+            self._add(built, name, formula, built.docstring, seen, proposal)
+
+    @staticmethod
+    def _note_short(got: int, k: int, prefix: str, what: str, proposal: Proposal) -> None:
+        if 0 < got < k:
+            proposal.rejections.append(
+                Rejection(
+                    name=prefix, stage="parse", reason=f"direct reply had {got} of {k} {what}"
+                )
+            )
+
+    @staticmethod
+    def _add(
+        block: CodeBlock,
+        name: str,
+        formula: str,
+        fingerprint: str | None,
+        seen: set[str],
+        proposal: Proposal,
+    ) -> None:
+        """Append a candidate unless its code repeats another kernel of the reply."""
+        key = fingerprint or block.code
+        if key in seen:
+            proposal.rejections.append(
+                Rejection(
+                    name=name,
+                    stage="duplicate",
+                    reason="same code as another kernel of the reply",
+                    formula=formula,
+                )
+            )
+            return
+        seen.add(key)
+        proposal.candidates.append(
+            KernelCandidate(
+                name=name,
+                formula=formula,
+                origin="direct",
+                code=block.code,
+                class_name=block.class_name,
+            )
+        )
 
 
 def _formula_of(docstring: str, class_name: str) -> str:

@@ -46,6 +46,7 @@ from ax_kernel_discovery.llm.parsing import (
     forward_fingerprint,
 )
 from ax_kernel_discovery.llm.templates import (
+    FUNCTION_STYLES,
     PromptOptions,
     composition_messages,
     conversion_messages,
@@ -187,7 +188,7 @@ class LLMProposerBase(Proposer):
             return Rejection(
                 name=pending.name, stage="proposal", reason=f"{reply}", formula=formula
             )
-        if getattr(self, "conversion_style", "class") == "function":
+        if getattr(self, "conversion_style", "class") in FUNCTION_STYLES:
             return self._build_from_function(reply, pending.block.name, formula, pending.name)
         try:
             block = extract_code_block(reply)
@@ -223,7 +224,13 @@ class LLMProposerBase(Proposer):
             )
         class_name = kernel_class_name(kernel_name, _defined_names(func))
         try:
-            code = build_kernel_source(func.parameters, func.source, class_name, formula)
+            code = build_kernel_source(
+                func.parameters,
+                func.source,
+                class_name,
+                formula,
+                pairwise=getattr(self, "conversion_style", "class") == "pair",
+            )
         except ValueError as exc:
             return Rejection(name=name, stage="parse", reason=str(exc), formula=formula)
         self._functions[name] = func
@@ -290,7 +297,12 @@ class LLMProposerBase(Proposer):
             params = ", ".join(f'"{k}": "{v}"' for k, v in func.parameters.items())
             code = f"PARAMETERS = {{{params}}}\n\n\n{func.source}"
             return function_repair_messages(
-                code, reason, formula=candidate.formula or "", dim=dim, stage=stage or "validation"
+                code,
+                reason,
+                formula=candidate.formula or "",
+                dim=dim,
+                stage=stage or "validation",
+                style=getattr(self, "conversion_style", "function"),
             )
         return repair_messages(
             candidate.code or "",
@@ -317,9 +329,12 @@ class LLMProposer(LLMProposerBase):
             as ``num_proposals`` minus the compositions).
         num_compositions: Composition calls per round (each gives one formula).
         conversion_style: ``"class"`` (the paper: the conversion call writes the whole
-            Kernel class) or ``"function"`` (it writes only ``PARAMETERS`` and
-            ``covariance(x1, x2, p)``; :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source`
-            writes the class around it; for small local models).
+            Kernel class), ``"function"`` (it writes only ``PARAMETERS`` and a batched
+            ``covariance(x1, x2, p)``) or ``"pair"`` (``PARAMETERS`` and
+            ``covariance(x, y, p)`` for one pair of points, vectorised with
+            ``torch.vmap``). In the last two,
+            :func:`~ax_kernel_discovery.llm.function_kernel.build_kernel_source` writes
+            the class around the function; they are meant for small local models.
         **kwargs: See :class:`LLMProposerBase` (guidance toggles, repair, seed, ...).
 
     Example:
@@ -336,13 +351,13 @@ class LLMProposer(LLMProposerBase):
         *,
         num_formulas: int | None = 3,
         num_compositions: int = 1,
-        conversion_style: Literal["class", "function"] = "class",
+        conversion_style: Literal["class", "function", "pair"] = "class",
         **kwargs: Any,
     ) -> None:
         super().__init__(client, **kwargs)
-        if conversion_style not in ("class", "function"):
+        if conversion_style not in ("class", *FUNCTION_STYLES):
             raise ValueError(
-                f"conversion_style must be 'class' or 'function', got {conversion_style!r}"
+                f"conversion_style must be 'class', 'function' or 'pair', got {conversion_style!r}"
             )
         self.num_formulas = num_formulas
         self.num_compositions = num_compositions
@@ -438,14 +453,17 @@ class LLMProposer(LLMProposerBase):
 
         # Stage 2: one conversion call per formula, concurrently.
         self._functions = {}
-        convert = (
-            function_conversion_messages
-            if self.conversion_style == "function"
-            else conversion_messages
-        )
+
+        def convert(block: FormulaBlock) -> list[dict[str, str]]:
+            if self.conversion_style in FUNCTION_STYLES:
+                return function_conversion_messages(
+                    block, dim, self.options, style=self.conversion_style
+                )
+            return conversion_messages(block, dim, self.options)
+
         conv_requests = [
             LLMRequest(
-                convert(p.block, dim, self.options),
+                convert(p.block),
                 "conversion",
                 {"seed": self._seed(round_index, 100 + i)},
             )
@@ -459,7 +477,8 @@ class LLMProposer(LLMProposerBase):
             if isinstance(checked, Rejection):
                 proposal.rejections.append(checked)
                 continue
-            if self.conversion_style == "function":
+            function_style = self.conversion_style in FUNCTION_STYLES
+            if function_style:
                 fingerprint = checked.docstring  # the function's, not the generated forward's
             else:
                 fingerprint = forward_fingerprint(checked.code) or checked.code
@@ -468,7 +487,7 @@ class LLMProposer(LLMProposerBase):
                     Rejection(
                         name=p.name,
                         stage="duplicate",
-                        reason=f"same {'covariance' if self.conversion_style == 'function' else 'forward'}() "
+                        reason=f"same {'covariance' if function_style else 'forward'}() "
                         f"as {fingerprints[fingerprint]}",
                         formula=p.block.describe(),
                     )
@@ -564,7 +583,10 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
     if get("proposer", "llm") == "direct":
         from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 
-        return DirectCodeProposer(get("llm_model", None), **common)
+        pair = get("conversion_style", "class") == "pair"
+        return DirectCodeProposer(
+            get("llm_model", None), code_style="pair" if pair else "class", **common
+        )
     return LLMProposer(
         get("llm_model", None),
         num_formulas=get("num_formulas", 3),

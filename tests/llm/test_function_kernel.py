@@ -343,3 +343,132 @@ def test_torch_math_on_plain_numbers_is_rewritten_to_math() -> None:
     assert block.source.count("math.sqrt(5.0)") == 2
     assert "torch.exp(" in block.source  # tensor calls are left alone
     assert any("math.<fn>" in note for note in block.notes)
+
+
+# ----------------------------------------------------------------- pair style
+
+PAIR_RBF = """import torch
+
+def covariance(x, y, p):
+    r2 = torch.sum(((x - y) / p["lengthscale"]) ** 2)
+    return p["b"] + (1.0 - p["b"]) * torch.exp(-0.5 * r2)
+"""
+
+PAIR_WARPED_DOT = """import torch
+
+def covariance(x, y, p):
+    u = torch.tanh(p["c"] * (x - 0.5) / p["w"])
+    v = torch.tanh(p["c"] * (y - 0.5) / p["w"])
+    return torch.dot(u, v) / x.size(0)
+"""
+
+
+def _reference_rbf(kernel: Any, x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    ls = kernel.lengthscale
+    b = kernel.raw_b_constraint.transform(kernel.raw_b)
+    return b + (1.0 - b) * torch.exp(-0.5 * torch.cdist(x1 / ls, x2 / ls).pow(2))
+
+
+def test_pair_template_matches_the_batched_formula() -> None:
+    src = build_kernel_source(
+        {"lengthscale": "ard", "b": "unit"}, PAIR_RBF, "PairRBF", "k", pairwise=True
+    )
+    check_source(src)
+    kernel = load_kernel_class(src, "PairRBF")(ard_num_dims=3).double()
+    with torch.no_grad():
+        kernel.lengthscale = torch.tensor([[0.3, 0.7, 1.9]])
+    x1 = torch.rand(2, 5, 3, dtype=torch.float64)
+    x2 = torch.rand(2, 4, 3, dtype=torch.float64)
+    gram = kernel.forward(x1, x2)
+    assert gram.shape == (2, 5, 4)
+    torch.testing.assert_close(gram, _reference_rbf(kernel, x1, x2))
+    # unbatched x2 against batched x1 (Ax's acquisition calls), and diag
+    x3 = torch.rand(7, 1, 2, 3, dtype=torch.float64)
+    torch.testing.assert_close(kernel.forward(x3, x2[0]), _reference_rbf(kernel, x3, x2[0]))
+    diag = kernel.forward(x1, x1, diag=True)
+    torch.testing.assert_close(diag, torch.diagonal(kernel.forward(x1, x1), dim1=-2, dim2=-1))
+    # gradients reach the inputs and the hyperparameters
+    xg = x1.clone().requires_grad_(True)
+    kernel.forward(xg, x2).sum().backward()
+    assert xg.grad is not None and torch.isfinite(xg.grad).all()
+    assert kernel.raw_lengthscale.grad is not None and kernel.raw_b.grad is not None
+    result = validate_kernel_code(src, 6, "PairRBF", fit_timeout=60.0)
+    assert result.ok, result.reason
+
+
+def test_pair_template_with_batched_hyperparameters() -> None:
+    src = build_kernel_source(
+        {"c": "positive", "w": "ard"}, PAIR_WARPED_DOT, "WarpedDot", "k", pairwise=True
+    )
+    kernel = load_kernel_class(src, "WarpedDot")(ard_num_dims=4, batch_shape=torch.Size([2]))
+    with torch.no_grad():
+        kernel.raw_c.copy_(torch.tensor([[[0.5]], [[2.0]]]))
+        kernel.raw_w.copy_(torch.randn(2, 1, 4))
+    x1, x2 = torch.rand(2, 5, 4), torch.rand(3, 4)
+    gram = kernel.forward(x1, x2)
+    assert gram.shape == (2, 5, 3)
+    c = kernel.raw_c_constraint.transform(kernel.raw_c)
+    w = kernel.raw_w_constraint.transform(kernel.raw_w)
+    u, v = torch.tanh(c * (x1 - 0.5) / w), torch.tanh(c * (x2 - 0.5) / w)
+    torch.testing.assert_close(gram, u @ v.transpose(-2, -1) / 4)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("    return (x - y) ** 2\n", "one number per pair of points"),
+        (
+            "    r = torch.norm(x - y)\n    if r > 0.5:\n        r = r * 2.0\n    return torch.exp(-r)\n",
+            "data-dependent control flow",
+        ),
+        ("    return torch.exp(-torch.cdist(x, y))\n", "cdist"),
+    ],
+)
+def test_pair_bugs_are_rejected_with_reasons(body: str, reason: str) -> None:
+    fn = "import torch\n\ndef covariance(x, y, p):\n" + body
+    src = build_kernel_source({}, fn, "Bad", "k", pairwise=True)
+    result = validate_kernel_code(src, 5, "Bad", fit_timeout=30.0)
+    assert not result.ok and result.stage == "shape"
+    assert reason in (result.reason or "")
+
+
+PAIR_REPLY = """```python
+import torch
+import math
+
+PARAMETERS = {"lengthscale": "ard"}
+
+
+def covariance(x, y, p):
+    r = torch.norm((x - y) / p["lengthscale"]).clamp_min(1e-12)
+    return (1.0 + math.sqrt(5.0) * r + 5.0 / 3.0 * r ** 2) * torch.exp(-math.sqrt(5.0) * r)
+```"""
+
+
+def test_proposer_pair_mode(scripted: Any) -> None:
+    scripted.conversion = PAIR_REPLY
+    proposer = LLMProposer(
+        LLMClient("scripted/m", num_retries=0),
+        num_formulas=1,
+        num_compositions=0,
+        conversion_style="pair",
+    )
+    proposal = proposer.propose(_members(), dim=5, num_proposals=1, round_index=0)
+    assert proposal.rejections == []
+    (candidate,) = proposal.candidates
+    (conversion,) = [t for t in scripted.prompts if t.startswith("Convert")]
+    assert "def covariance(x, y, p)" in conversion and "ONE pair of points" in conversion
+    assert "$" not in conversion and "x1" not in conversion
+    assert "torch.vmap" in (candidate.code or "")
+    result = validate_kernel_code(candidate.code or "", 5, candidate.class_name, fit_timeout=60.0)
+    assert result.ok, result.reason
+    # the pair examples are recognised as copies too
+    example = function_conversion_messages("k", dim=3, style="pair")[1]["content"]
+    first = example[
+        example.index("```python") : example.index("```", example.index("```python") + 9) + 3
+    ]
+    assert copies_function_example(extract_function_block(first).fingerprint)
+    repair = function_repair_messages("PARAMETERS = {}", "bad", formula="f", dim=3, style="pair")
+    assert "covariance(x, y, p)" in repair[1]["content"] and "$" not in repair[1]["content"]
+    with pytest.raises(ValueError, match="function conversion style"):
+        function_conversion_messages("k", dim=3, style="class")

@@ -102,3 +102,75 @@ def test_plumbing_direct_unreachable() -> None:
     )
     proposal = DirectCodeProposer(client).propose(members(), dim=12, num_proposals=2, round_index=0)
     assert proposal.candidates == [] and proposal.rejections[0].stage == "proposal"
+
+
+PAIR_REPLY = """Two kernels.
+
+```python
+# KERNEL: AdditiveLaplace
+# k(x, x') = mean_d exp(-|x_d - x'_d| / l_d)
+import torch
+
+PARAMETERS = {"lengthscale": "ard"}
+
+
+def covariance(x, y, p):
+    return torch.mean(torch.exp(-torch.abs(x - y) / p["lengthscale"]))
+```
+
+```python
+# KERNEL: Rowwise
+import torch
+
+PARAMETERS = {"b": "unit"}
+
+
+def covariance(x, y, p):
+    return p["b"] + (1.0 - p["b"]) * (x * y)
+```
+
+```python
+# KERNEL: Again
+# k(x, x') = mean_d exp(-|x_d - x'_d| / l_d)
+import torch
+
+PARAMETERS = {"lengthscale": "ard"}
+
+
+def covariance(x, y, p):
+    return torch.mean(torch.exp(-torch.abs(x - y) / p["lengthscale"]))
+```
+"""
+
+
+def test_plumbing_direct_pair_style(reply: dict[str, Any]) -> None:
+    from ax_kernel_discovery.validation import validate_kernel_code
+
+    reply["text"] = PAIR_REPLY
+    proposer = DirectCodeProposer(LLMClient("scripted/m", num_retries=0), code_style="pair")
+    proposal = proposer.propose(members(), dim=6, num_proposals=3, round_index=2)
+    prompt = reply["prompts"][0]
+    assert "def covariance(x, y, p)" in prompt and "ONE pair of points" in prompt
+    assert "write 3 new kernels" in prompt and "$" not in prompt
+    first, second = proposal.candidates
+    assert first.class_name == "AdditiveLaplace" and second.class_name == "Rowwise"
+    assert first.formula == "k(x, x') = mean_d exp(-|x_d - x'_d| / l_d)"
+    assert second.formula == "Rowwise (no formula given)"
+    (dup,) = proposal.rejections
+    assert dup.name == "direct_r2_2" and dup.stage == "duplicate"
+    assert validate_kernel_code(first.code or "", 6, first.class_name, fit_timeout=60.0).ok
+    bad = validate_kernel_code(second.code or "", 6, second.class_name, fit_timeout=60.0)
+    assert not bad.ok and "one number per pair" in (bad.reason or "")
+    with pytest.raises(ValueError, match="code_style"):
+        DirectCodeProposer("scripted/m", code_style="function")  # type: ignore[arg-type]
+
+
+def test_direct_code_style_from_config() -> None:
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.proposers.llm import proposer_from_config
+
+    cfg = KernelDiscoveryConfig(proposer="direct", llm_model="scripted/m", conversion_style="pair")
+    proposer = proposer_from_config(cfg)
+    assert isinstance(proposer, DirectCodeProposer) and proposer.code_style == "pair"
+    with pytest.raises(ValueError, match="one call"):
+        KernelDiscoveryConfig(proposer="direct", conversion_style="function")
