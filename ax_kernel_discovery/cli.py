@@ -115,6 +115,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         '(e.g. \'{"population_size": 10, "proposer": "llm"}\')',
     )
     p.add_argument(
+        "--llm",
+        default=None,
+        metavar="MODEL",
+        help="kd with the LLM proposer: a litellm model string (gpt-4o, anthropic/..., "
+        "openai/<alias> with llm_api_base in --kd-config) or 'local' (the bundled GGUF code "
+        "model); --kd-config fields win",
+    )
+    p.add_argument(
         "--data-dir", default=None, help="benchmark data folder (default: $AXKD_DATA_DIR)"
     )
     p.add_argument("--device", default=None, help="torch device of the BO step (default cpu)")
@@ -171,7 +179,11 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "num_restarts": args.num_restarts,
         "raw_samples": args.raw_samples,
         "maxiter": args.maxiter,
-        "kd_config": args.kd_config,
+        "kd_config": (
+            {"proposer": "llm", "llm_model": args.llm, **(args.kd_config or {})}
+            if args.llm
+            else args.kd_config
+        ),
         "device": args.device,
     }
     if args.data_dir:

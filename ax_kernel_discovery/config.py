@@ -116,9 +116,16 @@ class KernelDiscoveryConfig(BaseModel):
     repair: bool = Field(
         False, description="Send a validation failure back to the LLM once (paper: off)."
     )
-    conversion_style: Literal["class", "function", "pair"] = Field(
-        "class",
-        description="class: the conversion LLM call writes the whole Kernel class (paper); function: "
+    structural_composition: bool = Field(
+        True,
+        description="build an LLM composition of two members with expression trees (start set, "
+        "offline kernels) as their exact sum/product instead of a conversion call; compositions "
+        "with LLM-written members are always converted",
+    )
+    conversion_style: Literal["auto", "class", "function", "pair"] = Field(
+        "auto",
+        description="auto: pair for llm_model='local', class otherwise; "
+        "class: the conversion LLM call writes the whole Kernel class (paper); function: "
         "it writes only PARAMETERS and a batched covariance(x1, x2, p) and the class is generated "
         "around it; pair: PARAMETERS and covariance(x, y, p) for one pair of points, vectorised "
         "with torch.vmap (the most reliable with small local models; memory O(N M D)).",

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"model {args.model} ({args.size if args.model == 'local' else ''}); D={args.dim}; {args.rounds} rounds",
         flush=True,
     )
+    origins: dict[str, str] = {}
     for r in range(args.rounds + 1):
         q, trials = (10 if r == 0 else 2), {}
         t0 = time.perf_counter()
@@ -92,6 +93,18 @@ def main(argv: list[str] | None = None) -> dict:
         print(
             f"\nround {rec.round} ({time.perf_counter() - t0:.0f}s): proposed {rec.proposed}; accepted {rec.accepted}"
         )
+        members = {m.name: m for m in surrogate.population}
+        ranking = sorted(rec.scores, key=rec.scores.__getitem__)
+        for name in rec.accepted:
+            member = members.get(name)
+            origins[name] = member.origin if member is not None else "?"
+            where = (
+                f"LOO-CRPS {rec.scores[name]:.4f}, rank {ranking.index(name) + 1}/{len(ranking)}"
+                if name in rec.scores
+                else "not scored"
+            )
+            formula = member.formula if member is not None else ""
+            print(f"  accepted {name} ({origins[name]}; {where}): {formula[:120]}")
         for rej in rec.rejected:
             print(f"  rejected {rej.name} [{rej.stage}]: {rej.reason[:160]}")
         print(
@@ -107,6 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(
         f"\nvalidity: {accepted}/{proposed} LLM kernels accepted ({100 * accepted / max(proposed, 1):.0f}%)"
     )
+    print(f"accepted by origin: {dict(Counter(origins.values()))}")
     print(f"rejections by stage: {dict(stages)}")
     print(f"rounds where an LLM kernel was chosen: {llm_chosen or 'none'}")
     print("population:", [(m.name, m.origin, round(m.score or 0, 4)) for m in surrogate.population])
@@ -119,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         "accepted": accepted,
         "stages": dict(stages),
         "llm_chosen": llm_chosen,
+        "accepted_by_origin": dict(Counter(origins.values())),
     }
 
 

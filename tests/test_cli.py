@@ -115,3 +115,21 @@ def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| sobol |" in text and (tmp_path / "report" / "curves_rover60.png").is_file()
+
+
+def test_llm_option_sets_the_llm_proposer() -> None:
+    from ax_kernel_discovery.cli import _settings, build_parser
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
+
+    argv = ["run", "--problem", "rover60", "--method", "kd", "--llm", "local"]
+    settings = _settings(build_parser().parse_args(argv))
+    assert settings["kd_config"] == {"proposer": "llm", "llm_model": "local"}
+    proposer = proposer_from_config(KernelDiscoveryConfig(**settings["kd_config"]))
+    assert isinstance(proposer, LLMProposer) and proposer.conversion_style == "pair"  # auto
+    argv += ["--kd-config", '{"conversion_style": "class", "num_formulas": 1}']
+    settings = _settings(build_parser().parse_args(argv))
+    assert settings["kd_config"]["conversion_style"] == "class"
+    assert settings["kd_config"]["llm_model"] == "local"
+    api = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
+    assert isinstance(api, LLMProposer) and api.conversion_style == "class"  # auto

@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -33,6 +35,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
+from ax_kernel_discovery.expression import formula as expression_formula
+from ax_kernel_discovery.expression import validate_spec
 from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest, make_client
 from ax_kernel_discovery.llm.function_kernel import build_kernel_source, kernel_class_name
 from ax_kernel_discovery.llm.parsing import (
@@ -328,6 +332,12 @@ class LLMProposer(LLMProposerBase):
         num_formulas: Formulas asked of the discovery call per round (None: as many
             as ``num_proposals`` minus the compositions).
         num_compositions: Composition calls per round (each gives one formula).
+        structural_composition: Build a composition whose reply names two members
+            with trusted expression trees (the start set, offline and earlier
+            structural compositions) and ``sum``/``product`` directly as that tree,
+            with the members' own implementations, instead of asking a conversion
+            call to re-implement both parents from their formulas. Compositions of
+            LLM-written members always go through conversion.
         conversion_style: ``"class"`` (the paper: the conversion call writes the whole
             Kernel class), ``"function"`` (it writes only ``PARAMETERS`` and a batched
             ``covariance(x1, x2, p)``) or ``"pair"`` (``PARAMETERS`` and
@@ -352,6 +362,7 @@ class LLMProposer(LLMProposerBase):
         num_formulas: int | None = 3,
         num_compositions: int = 1,
         conversion_style: Literal["class", "function", "pair"] = "class",
+        structural_composition: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(client, **kwargs)
@@ -362,6 +373,7 @@ class LLMProposer(LLMProposerBase):
         self.num_formulas = num_formulas
         self.num_compositions = num_compositions
         self.conversion_style = conversion_style
+        self.structural_composition = structural_composition
 
     def propose(
         self,
@@ -437,6 +449,22 @@ class LLMProposer(LLMProposerBase):
         # Formulas that repeat a member or an earlier proposal need no code.
         fresh: list[_Pending] = []
         for p in pending:
+            structural = self._structural(p, members) if self.structural_composition else None
+            if structural is not None:
+                key = _norm_formula(structural.formula)
+                if key in known:
+                    proposal.rejections.append(
+                        Rejection(
+                            name=p.name,
+                            stage="duplicate",
+                            reason=f"composition repeats {known[key]}",
+                            formula=structural.formula,
+                        )
+                    )
+                else:
+                    known[key] = p.name
+                    proposal.candidates.append(structural)
+                continue
             key = _norm_formula(p.block.formula)
             if key in known:
                 proposal.rejections.append(
@@ -532,6 +560,31 @@ class LLMProposer(LLMProposerBase):
             return []
 
     @staticmethod
+    def _structural(p: _Pending, members: Sequence[MemberSummary]) -> KernelCandidate | None:
+        """The composition as a sum/product tree of its parents' specs (None: not possible)."""
+        if p.origin != "composition" or len(p.parents) != 2:
+            return None
+        by_name = {m.name: m.candidate for m in members}
+        specs = [by_name[name].spec for name in p.parents if name in by_name]
+        if len(specs) != 2 or any(spec is None for spec in specs):
+            return None
+        op = _combination(p.block)
+        if op is None:
+            return None
+        spec = {"op": op, "args": [copy.deepcopy(specs[0]), copy.deepcopy(specs[1])]}
+        try:
+            validate_spec(spec)
+        except ValueError:
+            return None  # too deep: let the conversion call write it
+        return KernelCandidate(
+            name=p.name,
+            formula=expression_formula(spec),
+            origin="composition",
+            parents=p.parents,
+            spec=spec,
+        )
+
+    @staticmethod
     def _parents(block: FormulaBlock, members: Sequence[MemberSummary]) -> tuple[str, ...]:
         """Member names the composition used: its PARENTS line, else names in its text."""
         by_lower = {m.name.lower(): m.name for m in members}
@@ -544,6 +597,16 @@ class LLMProposer(LLMProposerBase):
                 ):
                     named.append(original)
         return tuple(dict.fromkeys(named))[:2]
+
+
+def _combination(block: FormulaBlock) -> str | None:
+    """``"sum"`` or ``"product"`` from a composition's COMBINATION line (None: unclear)."""
+    text = block.combination.lower()
+    is_sum = any(w in text for w in ("sum", "add", "plus", "+"))
+    is_product = any(w in text for w in ("prod", "mult", "times", "*"))
+    if is_sum != is_product:
+        return "sum" if is_sum else "product"
+    return None
 
 
 def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
@@ -580,17 +643,21 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         "max_workers": get("llm_max_workers", 4),
         "client_kwargs": client_kwargs,
     }
+    style = get("conversion_style", "auto")
+    if style == "auto":  # small local models write far more valid pair functions
+        model = get("llm_model", None) or os.environ.get("AXKD_LLM_MODEL")
+        style = "pair" if model == "local" else "class"
     if get("proposer", "llm") == "direct":
         from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 
-        pair = get("conversion_style", "class") == "pair"
         return DirectCodeProposer(
-            get("llm_model", None), code_style="pair" if pair else "class", **common
+            get("llm_model", None), code_style="pair" if style == "pair" else "class", **common
         )
     return LLMProposer(
         get("llm_model", None),
         num_formulas=get("num_formulas", 3),
         num_compositions=get("num_compositions", 1),
-        conversion_style=get("conversion_style", "class"),
+        conversion_style=style,
+        structural_composition=get("structural_composition", True),
         **common,
     )

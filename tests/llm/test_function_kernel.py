@@ -472,3 +472,62 @@ def test_proposer_pair_mode(scripted: Any) -> None:
     assert "covariance(x, y, p)" in repair[1]["content"] and "$" not in repair[1]["content"]
     with pytest.raises(ValueError, match="function conversion style"):
         function_conversion_messages("k", dim=3, style="class")
+
+
+def test_small_model_numeric_bugs_are_fixed_without_changing_the_maths() -> None:
+    reply = """```python
+import torch
+import math
+
+PARAMETERS = {"l": "positive", "alpha": "unit", "w0": "unit", "w1": "unit"}
+
+def covariance(x, y, p):
+    D = x.size(0)
+    l = p["l"]
+    alpha = p["alpha"]
+    w0 = p["w0"]
+    w1 = p["w1"]
+    r = torch.norm(x - y) / (l * math.sqrt(D))
+    m52 = (1 + math.sqrt(5) * r + 5 / 3 * r ** 2) * math.exp(-math.sqrt(5) * r)
+    weights = torch.softmax(torch.tensor([w0, w1]), dim=0)
+    return weights[0] + weights[1] * m52
+```"""
+    block = extract_function_block(reply)
+    assert block.parameters == {"l": "positive", "w0": "unit", "w1": "unit"}
+    assert "removed unused reads of alpha" in block.notes
+    assert "math.<fn>(tensor) -> torch.<fn>(tensor) x2" in block.notes
+    assert "torch.tensor([tensors]) -> torch.stack x1" in block.notes
+    src = build_kernel_source(block.parameters, block.source, "Fixed", "k", pairwise=True)
+    kernel = load_kernel_class(src, "Fixed")(ard_num_dims=4).double()
+    x1, x2 = torch.rand(5, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)
+    gram = kernel.forward(x1, x2)
+    # the same maths written batched by hand
+    raw = {n: getattr(kernel, f"raw_{n}") for n in ("l", "w0", "w1")}
+    v = {n: getattr(kernel, f"raw_{n}_constraint").transform(t) for n, t in raw.items()}
+    r = torch.cdist(x1, x2) / (v["l"] * 2.0)
+    m52 = (1 + 5**0.5 * r + 5 / 3 * r**2) * torch.exp(-(5**0.5) * r)
+    w = torch.softmax(torch.stack([v["w0"].squeeze(), v["w1"].squeeze()]), dim=0)
+    torch.testing.assert_close(gram, w[0] + w[1] * m52)
+    gram.sum().backward()
+    assert all(t.grad is not None for t in raw.values())  # the gradient reaches w0, w1
+    result = validate_kernel_code(src, 6, "Fixed", fit_timeout=60.0)
+    assert result.ok, result.reason
+
+
+def test_formula_label_lines_inside_the_code_block_are_dropped() -> None:
+    reply = """```python
+# KERNEL: WarpedRBF
+PARAMETERS: lengthscale l (one per dimension)
+INPUT TRANSFORM: u = tanh(x)
+
+import torch
+
+PARAMETERS = {"lengthscale": "ard"}
+
+
+def covariance(x, y, p):
+    return torch.exp(-0.5 * torch.sum(((torch.tanh(x) - torch.tanh(y)) / p["lengthscale"]) ** 2))
+```"""
+    block = extract_function_block(reply)
+    assert block.parameters == {"lengthscale": "ard"}
+    assert "INPUT TRANSFORM" not in block.source and "def covariance(x, y, p)" in block.source

@@ -10,6 +10,7 @@ from typing import Any
 
 import litellm
 import pytest
+import torch
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.llm.client import LLMClient
@@ -339,3 +340,60 @@ def test_plumbing_local_model_missing_is_rejection(tmp_path: Any) -> None:
         "LocalModelError" in proposal.rejections[0].reason
         and "not found" in proposal.rejections[0].reason
     )
+
+
+def spec_members() -> list[MemberSummary]:
+    """The start set as the surrogate holds it: expression-tree leaves."""
+    from ax_kernel_discovery.expression import formula, leaf
+
+    out = []
+    for i, (name, kernel) in enumerate([("RBF", "rbf"), ("RQ", "rq"), ("SL", "sl")]):
+        spec = leaf(kernel)
+        cand = KernelCandidate(name=name, formula=formula(spec), spec=spec)
+        out.append(MemberSummary(name, cand.formula, "base", 0.3 + 0.01 * i, cand))
+    return out
+
+
+def test_plumbing_structural_composition(scripted: Any) -> None:
+    from ax_kernel_discovery.expression import build_kernel
+
+    proposal = proposer(num_formulas=1).propose(
+        spec_members(), dim=6, num_proposals=2, round_index=1
+    )
+    comp = next(c for c in proposal.candidates if c.origin == "composition")
+    assert comp.spec == {
+        "op": "sum",
+        "args": [
+            {"kernel": "rbf", "warp": "identity", "ard": True},
+            {"kernel": "sl", "warp": "identity", "ard": True},
+        ],
+    }
+    assert comp.parents == ("RBF", "SL") and comp.code is None
+    assert "+" in comp.formula
+    # no conversion call for it: one conversion (the discovery formula) only
+    assert sorted(s for s, _ in scripted.prompts) == ["composition", "conversion", "discovery"]
+    assert build_kernel(comp.spec, 6)(torch.rand(4, 6), torch.rand(3, 6)).shape == (4, 3)
+
+    # a product, and an unclear combination (goes to conversion)
+    scripted.script = lambda stage, text: (
+        COMPOSITION.replace("COMBINATION: sum", "COMBINATION: product")
+        if stage == "composition"
+        else default_script(stage, text)
+    )
+    proposal = proposer(num_formulas=1).propose(spec_members(), 6, 2, 2)
+    comp = next(c for c in proposal.candidates if c.origin == "composition")
+    assert comp.spec is not None and comp.spec["op"] == "product"
+    scripted.script = lambda stage, text: (
+        COMPOSITION.replace("COMBINATION: sum", "COMBINATION: blend")
+        if stage == "composition"
+        else default_script(stage, text)
+    )
+    proposal = proposer(num_formulas=1).propose(spec_members(), 6, 2, 3)
+    comp = next(c for c in proposal.candidates if c.origin == "composition")
+    assert comp.spec is None and comp.code is not None
+    # switched off: the paper's path, a conversion call
+    proposal = proposer(num_formulas=1, structural_composition=False).propose(
+        spec_members(), 6, 2, 4
+    )
+    comp = next(c for c in proposal.candidates if c.origin == "composition")
+    assert comp.code is not None and comp.spec is None
