@@ -263,9 +263,12 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 client = server.client(**client_kwargs)
             elif args.model == "local":  # replay of a local run: the same model string
-                alias = Path(args.model_path or QWEN_GGUF["0.5b"].filename).name.removesuffix(
-                    ".gguf"
+                path = (
+                    args.model_path
+                    or os.environ.get("AXKD_LOCAL_MODEL")
+                    or QWEN_GGUF["0.5b"].filename
                 )
+                alias = Path(path).name.removesuffix(".gguf")
                 client = LLMClient(f"openai/{alias}", **client_kwargs)
             else:
                 client = make_client(args.model, api_base=args.api_base, **client_kwargs)

@@ -194,8 +194,17 @@ def _split_names(value: str) -> tuple[str, ...]:
     return tuple(p.strip(" `'\"*") for p in parts if p.strip(" `'\"*"))
 
 
+#: ``k(x, x') = ...`` to the end of the line.
+_K_OF_X = re.compile(r"k\s*\(\s*x\s*,\s*x'\s*\)\s*=[^\n]*")
+
+
 def _block_from_fields(fields: dict[str, str], raw: str, index: int) -> FormulaBlock:
     formula = fields.get("formula", "")
+    if not formula:  # "KERNEL: Name (note): k(x, x') = ..." on one line
+        inline = _K_OF_X.search(fields.get("name", ""))
+        if inline is not None:
+            formula = inline.group(0).strip()
+            fields = {**fields, "name": fields["name"][: inline.start()]}
     if not formula:
         have = ", ".join(sorted(fields)) or "no recognised fields"
         raise ParseError(f"formula block {index + 1} has no COVARIANCE FUNCTION line ({have})")
@@ -227,7 +236,11 @@ def _split_unfenced(text: str) -> list[str]:
         current.append(line)
     if current:
         chunks.append("\n".join(current))
-    return [c for c in chunks if "COVARIANCE" in c.upper() or "FORMULA" in c.upper()]
+    return [
+        c
+        for c in chunks
+        if "COVARIANCE" in c.upper() or "FORMULA" in c.upper() or _K_OF_X.search(c)
+    ]
 
 
 def extract_formula_blocks(text: str) -> list[FormulaBlock]:

@@ -218,3 +218,13 @@ def test_extract_code_blocks_splits_a_block_with_several_classes() -> None:
     assert [b.class_name for b in blocks] == ["AdditiveRBF", "Second"]
     assert all(b.code.startswith("import torch") and "def helper" in b.code for b in blocks)
     assert "class AdditiveRBF" not in blocks[1].code
+
+
+def test_formula_on_the_kernel_line() -> None:
+    reply = """```formula
+KERNEL: M1 (not scored yet): k(x, x') = exp(-r) + (1 + r^2)^(-1), r = ||x - x'|| / l
+PARAMETERS: l > 0
+```"""
+    (block,) = extract_formula_blocks(reply)
+    assert block.name == "M1" and block.parameters == "l > 0"
+    assert block.formula == "k(x, x') = exp(-r) + (1 + r^2)^(-1), r = ||x - x'|| / l"
