@@ -450,34 +450,22 @@ class LLMProposer(LLMProposerBase):
         fresh: list[_Pending] = []
         for p in pending:
             structural = self._structural(p, members) if self.structural_composition else None
-            if structural is not None:
-                key = _norm_formula(structural.formula)
-                if key in known:
-                    proposal.rejections.append(
-                        Rejection(
-                            name=p.name,
-                            stage="duplicate",
-                            reason=f"composition repeats {known[key]}",
-                            formula=structural.formula,
-                        )
-                    )
-                else:
-                    known[key] = p.name
-                    proposal.candidates.append(structural)
-                continue
-            key = _norm_formula(p.block.formula)
+            key = _norm_formula(structural.formula if structural else p.block.formula)
             if key in known:
                 proposal.rejections.append(
                     Rejection(
                         name=p.name,
                         stage="duplicate",
-                        reason=f"formula repeats {known[key]}",
-                        formula=p.block.describe(),
+                        reason=f"{'composition' if structural else 'formula'} repeats {known[key]}",
+                        formula=structural.formula if structural else p.block.describe(),
                     )
                 )
                 continue
             known[key] = p.name
-            fresh.append(p)
+            if structural is not None:
+                proposal.candidates.append(structural)  # built from the members: no code call
+            else:
+                fresh.append(p)
 
         # Stage 2: one conversion call per formula, concurrently.
         self._functions = {}
