@@ -110,6 +110,10 @@ class KernelDiscoveryConfig(BaseModel):
     hdbo_guidance: bool = Field(
         True, description="Include the high-dimensional BO guidance in prompts."
     )
+    discovery_example: bool = Field(
+        True,
+        description="show one filled-in formula block in the discovery prompt (copies rejected)",
+    )
     psd_guidance: bool = Field(
         True, description="Include the PSD-construction guidance in prompts."
     )

@@ -40,6 +40,7 @@ __all__ = [
     "copies_example",
     "copies_function_example",
     "direct_messages",
+    "discovery_example_formula",
     "discovery_messages",
     "format_population",
     "function_conversion_messages",
@@ -65,6 +66,9 @@ class PromptOptions:
         psd_guidance: Rules for building positive semi-definite kernels.
         simplicity_guidance: Prefer short, distinct kernels.
         conversion_example: Show a worked formula -> code example (helps small models).
+        discovery_example: Show one filled-in formula block in the discovery prompt
+            (small models copy the format placeholders otherwise); copies of it are
+            rejected as duplicates.
         max_members: Show at most this many population members (best first).
     """
 
@@ -72,6 +76,7 @@ class PromptOptions:
     psd_guidance: bool = True
     simplicity_guidance: bool = True
     conversion_example: bool = True
+    discovery_example: bool = True
     max_members: int | None = 12
 
 
@@ -151,9 +156,18 @@ def discovery_messages(
         num_formulas=num_formulas,
         population=format_population(members, options.max_members),
         formula_format=load_prompt("formula_format"),
+        formula_example=load_prompt("discovery_example").strip() + "\n\n"
+        if options.discovery_example
+        else "",
         **_guidance(options, dim),
     )
     return _messages(user)
+
+
+def discovery_example_formula() -> str:
+    """The COVARIANCE FUNCTION of the discovery prompt's example block (copies are rejected)."""
+    match = re.search(r"COVARIANCE FUNCTION:\s*(.+)", load_prompt("discovery_example"))
+    return match.group(1).strip() if match else ""
 
 
 def composition_messages(

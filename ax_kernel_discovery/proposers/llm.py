@@ -56,6 +56,7 @@ from ax_kernel_discovery.llm.templates import (
     conversion_messages,
     copies_example,
     copies_function_example,
+    discovery_example_formula,
     discovery_messages,
     function_conversion_messages,
     function_repair_messages,
@@ -96,6 +97,7 @@ class LLMProposerBase(Proposer):
         psd_guidance: Include the PSD construction guidance (paper ablation).
         simplicity_guidance: Include the simplicity guidance.
         conversion_example: Show the worked formula -> code example.
+        discovery_example: Show a filled-in formula block in the discovery prompt.
         repair: Validate each candidate and send a failure back to the LLM once.
         validation_options: Options of :func:`validate_kernel_code` for the repair loop.
         seed: Base seed; each call's seed derives from it, the round and the call.
@@ -116,6 +118,7 @@ class LLMProposerBase(Proposer):
         psd_guidance: bool = True,
         simplicity_guidance: bool = True,
         conversion_example: bool = True,
+        discovery_example: bool = True,
         repair: bool = False,
         validation_options: dict[str, Any] | None = None,
         seed: int = 0,
@@ -131,6 +134,7 @@ class LLMProposerBase(Proposer):
             psd_guidance=psd_guidance,
             simplicity_guidance=simplicity_guidance,
             conversion_example=conversion_example,
+            discovery_example=discovery_example,
         )
         self.repair = repair
         self._functions: dict[str, FunctionBlock] = {}
@@ -421,6 +425,8 @@ class LLMProposer(LLMProposerBase):
 
         pending: list[_Pending] = []
         known = {_norm_formula(m.formula): m.name for m in members}
+        if self.options.discovery_example:
+            known[_norm_formula(discovery_example_formula())] = "the prompt's format example"
         n_seen_comp = 0
         for request, reply in zip(requests, replies, strict=True):
             if request.stage == "discovery":
@@ -625,6 +631,7 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         "hdbo_guidance": get("hdbo_guidance", True),
         "psd_guidance": get("psd_guidance", True),
         "simplicity_guidance": get("simplicity_guidance", True),
+        "discovery_example": get("discovery_example", True),
         "repair": get("repair", False),
         "validation_options": {"fit_timeout": get("fit_timeout", 60.0)},
         "seed": get("seed", 0),
