@@ -80,11 +80,8 @@ class DirectCodeProposer(LLMProposerBase):
     ) -> Proposal:
         started = time.perf_counter()
         proposal = Proposal()
-        if num_proposals <= 0:
-            return proposal
-        client = self._client_or_rejection(round_index)
-        if isinstance(client, Rejection):
-            proposal.rejections.append(client)
+        client = self._begin(num_proposals, round_index, proposal)
+        if client is None:
             return proposal
         ledger_start = len(client.ledger)
         prefix = f"{self.name_prefix}_r{round_index}"

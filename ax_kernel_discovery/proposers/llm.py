@@ -190,6 +190,17 @@ class LLMProposerBase(Proposer):
                 reason=f"no LLM client: {type(exc).__name__}: {exc}",
             )
 
+    def _begin(self, num_proposals: int, round_index: int, proposal: Proposal) -> LLMClient | None:
+        """The client for this round; None when there is nothing to ask or no client
+        (then a ``proposal`` rejection is recorded in ``proposal``)."""
+        if num_proposals <= 0:
+            return None
+        client = self._client_or_rejection(round_index)
+        if isinstance(client, Rejection):
+            proposal.rejections.append(client)
+            return None
+        return client
+
     def _check_code(self, reply: str | LLMError, pending: _Pending) -> CodeBlock | Rejection:
         formula = pending.block.describe()
         if isinstance(reply, LLMError):
@@ -388,11 +399,8 @@ class LLMProposer(LLMProposerBase):
     ) -> Proposal:
         started = time.perf_counter()
         proposal = Proposal()
-        if num_proposals <= 0:
-            return proposal
-        client = self._client_or_rejection(round_index)
-        if isinstance(client, Rejection):
-            proposal.rejections.append(client)
+        client = self._begin(num_proposals, round_index, proposal)
+        if client is None:
             return proposal
         ledger_start = len(client.ledger)
         prefix = f"{self.name_prefix}_r{round_index}"
