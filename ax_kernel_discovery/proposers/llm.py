@@ -70,6 +70,10 @@ if TYPE_CHECKING:
 __all__ = ["LLMProposer", "LLMProposerBase", "proposer_from_config"]
 
 
+#: Seconds per call for ``llm_model="local"`` unless ``llm_timeout`` is set.
+LOCAL_TIMEOUT_S = 900.0
+
+
 def _norm_formula(text: str) -> str:
     text = text.lower().split("; input transform")[0]
     text = re.sub(r"^\s*k\s*\(\s*x\s*,\s*x'\s*\)\s*=", "", text)
@@ -635,6 +639,13 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         value = get(f"llm_{opt}", None)
         if value is not None:
             client_kwargs[opt] = value
+    model = get("llm_model", None) or os.environ.get("AXKD_LLM_MODEL")
+    if model == "local":
+        client_kwargs["download"] = get("llm_local_download", True)
+        if "llm_timeout" not in getattr(config, "model_fields_set", set()):
+            # a CPU model answers in minutes, not seconds; a retry after a timeout
+            # only queues the same work again
+            client_kwargs["timeout"] = LOCAL_TIMEOUT_S
     common: dict[str, Any] = {
         "hdbo_guidance": get("hdbo_guidance", True),
         "psd_guidance": get("psd_guidance", True),
@@ -648,7 +659,6 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
     }
     style = get("conversion_style", "auto")
     if style == "auto":  # small local models write far more valid pair functions
-        model = get("llm_model", None) or os.environ.get("AXKD_LLM_MODEL")
         style = "pair" if model == "local" else "class"
     if get("proposer", "llm") == "direct":
         from ax_kernel_discovery.proposers.direct import DirectCodeProposer

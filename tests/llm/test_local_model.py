@@ -115,3 +115,36 @@ def test_real_local_model_proposes() -> None:
     assert client.summary()["ok"] >= 1  # the server answered
     for cand in proposal.candidates:
         assert cand.code and "Kernel" in cand.code and cand.origin == "discovery"
+
+
+def test_local_defaults_prefer_the_larger_cached_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(lm.ENV_LOCAL_MODEL, raising=False)
+    monkeypatch.setattr(lm, "DEFAULT_CACHE_DIR", tmp_path)
+    with pytest.raises(lm.LocalModelError, match="no local model"):
+        lm.resolve_model_path()
+    small = tmp_path / lm.QWEN_GGUF["0.5b"].filename
+    small.write_bytes(b"GGUF")
+    assert lm.resolve_model_path() == small
+    large = tmp_path / lm.QWEN_GGUF["1.5b"].filename
+    large.write_bytes(b"GGUF")
+    assert lm.resolve_model_path() == large
+    large.unlink()
+    small.unlink()
+    asked: list[str] = []
+    monkeypatch.setattr(lm, "assemble_qwen_gguf", lambda size: asked.append(size) or large)
+    assert lm.resolve_model_path(download=True) == large and asked == ["1.5b"]
+
+
+def test_local_model_config_gets_a_long_timeout() -> None:
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.proposers.llm import LOCAL_TIMEOUT_S, proposer_from_config
+
+    proposer = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
+    assert proposer._client_kwargs["timeout"] == LOCAL_TIMEOUT_S
+    assert proposer._client_kwargs["download"] is True
+    mine = KernelDiscoveryConfig(proposer="llm", llm_model="local", llm_timeout=30.0)
+    assert proposer_from_config(mine)._client_kwargs["timeout"] == 30.0
+    api = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
+    assert api._client_kwargs["timeout"] == 120.0 and "download" not in api._client_kwargs
