@@ -643,6 +643,8 @@ def run_experiment(
         return write("complete")
     finally:
         prob.close()
+        if surrogate is not None and hasattr(surrogate, "close"):
+            surrogate.close()  # stops a local LLM server the proposer started
         if own_bar and bar is not None:
             bar.stop()
 

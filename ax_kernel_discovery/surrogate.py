@@ -170,6 +170,21 @@ class KernelDiscoverySurrogate(Surrogate):
             self._proposer = make_proposer(self.config)
         return self._proposer
 
+    def close(self) -> None:
+        """Release what the proposer holds (a local LLM server) and the prefetch thread.
+
+        The surrogate stays usable: a later round starts them again when needed.
+        """
+        for future in self._prefetch.values():
+            future.cancel()
+        self._prefetch = {}
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        close = getattr(self._proposer, "close", None)
+        if callable(close):
+            close()
+
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objective direction per outcome (called by the acquisition)."""
         for name, w in zip(self.outcomes, weights.reshape(-1).tolist(), strict=False):

@@ -132,6 +132,7 @@ class LLMProposerBase(Proposer):
     ) -> None:
         self._client = client if isinstance(client, LLMClient) else None
         self._model = None if isinstance(client, LLMClient) else client
+        self._owns_client = not isinstance(client, LLMClient)
         self._client_kwargs = dict(client_kwargs or {})
         self.options = PromptOptions(
             hdbo_guidance=hdbo_guidance,
@@ -155,9 +156,15 @@ class LLMProposerBase(Proposer):
         return self._client
 
     def close(self) -> None:
-        """Stop a local model server this proposer started."""
+        """Stop a local model server this proposer started.
+
+        A client the proposer made itself is dropped too (the next call makes a new one);
+        a client passed in stays, minus any server it owned.
+        """
         if self._client is not None:
             self._client.close()
+            if getattr(self, "_owns_client", True):
+                self._client = None
 
     # --------------------------------------------------------------- helpers
     def _seed(self, round_index: int, call: int) -> int:

@@ -414,3 +414,25 @@ def test_plumbing_discovery_example_copies_are_duplicates(scripted: Any) -> None
     without = proposer(num_formulas=1, num_compositions=0, discovery_example=False)
     assert without.propose(members(), 8, 1, 1).candidates  # no example: nothing to copy
     assert "AdditiveWarpedRBF" not in scripted.prompts[-2][1]
+
+
+def test_close_drops_an_own_client_and_keeps_a_given_one(scripted: Any) -> None:
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+
+    own = LLMProposer("scripted/m", client_kwargs={"num_retries": 0})
+    first = own.client
+    own.close()
+    assert own.client is not first  # a new client on the next call
+    given = LLMClient("scripted/m", num_retries=0)
+    kept = LLMProposer(given)
+    kept.close()
+    assert kept.client is given
+
+    surrogate = KernelDiscoverySurrogate(
+        config=KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m")
+    )
+    proposer = surrogate.proposer
+    client = proposer.client
+    surrogate.close()
+    assert proposer.client is not client and surrogate.proposer is proposer
