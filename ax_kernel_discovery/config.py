@@ -121,8 +121,9 @@ class KernelDiscoveryConfig(BaseModel):
         True, description="Include the high-dimensional BO guidance in prompts."
     )
     discovery_example: bool = Field(
-        True,
-        description="show one filled-in formula block in the discovery prompt (copies rejected)",
+        False,
+        description="show one filled-in formula block in the discovery prompt (copies are "
+        "rejected); off by default: the 1.5B local model copied it in 14 of 16 formulas",
     )
     psd_guidance: bool = Field(
         True, description="Include the PSD-construction guidance in prompts."

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -637,18 +638,23 @@ def extract_function_block(text: str) -> FunctionBlock:
         raise ParseError("no top-level function named covariance(x1, x2, p) in the code")
     if len(func.args.posonlyargs) + len(func.args.args) < 3:
         raise ParseError("covariance must take three arguments (x1, x2, p)")
+    notes: list[str] = []
     node = _parameters_node(tree)
     if node is None:  # PARAMETERS in another block or in the prose
         match = re.search(r"^\s*PARAMETERS\s*=\s*(\{[^}]*\})", text, re.MULTILINE)
-        if match is None:
-            raise ParseError("no PARAMETERS = {...} dict in the reply")
-        try:
-            node = ast.parse(match.group(1), mode="eval").body
-        except SyntaxError as exc:
-            raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
-    parameters = _read_parameters(node)
+        if match is not None:
+            try:
+                node = ast.parse(match.group(1), mode="eval").body
+            except SyntaxError as exc:
+                raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
+    if node is not None:
+        parameters = _read_parameters(node)
+    elif not _used_keys(func)[1]:  # no PARAMETERS: the names read from p say it all
+        parameters = {}
+        notes.append("no PARAMETERS dict: inferred from the names read from p")
+    else:
+        raise ParseError("no PARAMETERS = {...} dict in the reply")
 
-    notes: list[str] = []
     dead = _drop_dead_reads(func)
     if dead:
         notes.append(f"removed unused reads of {', '.join(dead)}")
@@ -715,6 +721,28 @@ class NamedFunctionReply:
     text: str
 
 
+def _split_covariances(body: str) -> list[str]:
+    """Split a code block that defines ``covariance`` several times (several kernels in
+    one block) at the first unindented line after each definition's body."""
+    defs = list(re.finditer(r"^def\s+covariance\s*\(", body, re.MULTILINE))
+    if len(defs) <= 1:
+        return [body]
+    cuts = [0]
+    for prev, nxt in itertools.pairwise(defs):
+        segment = body[prev.end() : nxt.start()]
+        lines = segment.split("\n")
+        offset = prev.end() + len(lines[0]) + 1
+        cut = nxt.start()
+        for line in lines[1:]:
+            if line.strip() and not line[0].isspace():
+                cut = offset
+                break
+            offset += len(line) + 1
+        cuts.append(cut)
+    cuts.append(len(body))
+    return [body[a:b] for a, b in itertools.pairwise(cuts) if body[a:b].strip()]
+
+
 def split_function_replies(text: str) -> list[NamedFunctionReply]:
     """Split a reply with several ``covariance`` blocks (direct code generation).
 
@@ -735,16 +763,17 @@ def split_function_replies(text: str) -> list[NamedFunctionReply]:
             r"^\s*def\s+covariance\s*\(", body, re.MULTILINE
         ):
             continue
-        header = before[-400:] + "\n" + body
-        name = re.search(r"KERNEL\s*:\s*`?([^\n`]+)", header)
-        formula = re.search(r"(k\s*\(\s*x\s*,\s*x'\s*\)\s*=[^\n]+)", header)
-        out.append(
-            NamedFunctionReply(
-                name=name.group(1).strip() if name else "",
-                formula=" ".join(formula.group(1).split()) if formula else "",
-                text=f"```python\n{body}\n```",
+        for i, piece in enumerate(_split_covariances(body)):
+            header = (before[-400:] if i == 0 else "") + "\n" + piece
+            name = re.search(r"KERNEL\s*:\s*`?([^\n`]+)", header)
+            formula = re.search(r"(k\s*\(\s*x\s*,\s*x'\s*\)\s*=[^\n]+)", header)
+            out.append(
+                NamedFunctionReply(
+                    name=name.group(1).strip() if name else "",
+                    formula=" ".join(formula.group(1).split()) if formula else "",
+                    text=f"```python\n{piece}\n```",
+                )
             )
-        )
     if not out:
         raise ParseError("no fenced python block defining covariance(x, y, p) in the reply")
     return out

@@ -66,9 +66,10 @@ class PromptOptions:
         psd_guidance: Rules for building positive semi-definite kernels.
         simplicity_guidance: Prefer short, distinct kernels.
         conversion_example: Show a worked formula -> code example (helps small models).
-        discovery_example: Show one filled-in formula block in the discovery prompt
-            (small models copy the format placeholders otherwise); copies of it are
-            rejected as duplicates.
+        discovery_example: Show one filled-in formula block in the discovery prompt;
+            copies of it are rejected as duplicates. Off by default: meant to stop
+            small models writing the format placeholders back, but the 1.5B local
+            model then copied the example itself.
         max_members: Show at most this many population members (best first).
     """
 
@@ -76,7 +77,7 @@ class PromptOptions:
     psd_guidance: bool = True
     simplicity_guidance: bool = True
     conversion_example: bool = True
-    discovery_example: bool = True
+    discovery_example: bool = False
     max_members: int | None = 12
 
 

@@ -157,7 +157,10 @@ def test_parse_parameters_in_separate_block() -> None:
             "```python\nPARAMETERS = {}\ndef cov(x1, x2, p):\n    return x1\n```",
             "no top-level function",
         ),
-        ("```python\n" + RBF_FN + "```", "no PARAMETERS"),
+        (  # no PARAMETERS, and p escapes to a helper: the names cannot be inferred
+            "```python\ndef covariance(x1, x2, p):\n    return helper(x1, x2, p)\n```",
+            "no PARAMETERS",
+        ),
         (
             "```python\nPARAMETERS = {'lengthscale': 'huge'}\n" + RBF_FN + "```",
             "unknown kind 'huge'",

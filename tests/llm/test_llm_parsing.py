@@ -228,3 +228,35 @@ PARAMETERS: l > 0
     (block,) = extract_formula_blocks(reply)
     assert block.name == "M1" and block.parameters == "l > 0"
     assert block.formula == "k(x, x') = exp(-r) + (1 + r^2)^(-1), r = ||x - x'|| / l"
+
+
+def test_several_pair_kernels_in_one_block_are_split() -> None:
+    from ax_kernel_discovery.llm.parsing import extract_function_block, split_function_replies
+
+    reply = """```python
+# KERNEL: First
+# k(x, x') = b + (1 - b) <x, x'> / D
+import torch
+
+PARAMETERS = {"b": "unit"}
+
+
+def covariance(x, y, p):
+    return p["b"] + (1.0 - p["b"]) * torch.dot(x, y) / x.size(0)
+
+
+# KERNEL: Second
+import torch
+
+
+def covariance(x, y, p):
+    r2 = torch.sum(((x - y) / p["lengthscale"]) ** 2)
+    return torch.exp(-0.5 * r2)
+```"""
+    first, second = split_function_replies(reply)
+    assert (first.name, second.name) == ("First", "Second")
+    assert first.formula == "k(x, x') = b + (1 - b) <x, x'> / D" and second.formula == ""
+    assert extract_function_block(first.text).parameters == {"b": "unit"}
+    inferred = extract_function_block(second.text)  # no PARAMETERS: read from p[...]
+    assert inferred.parameters == {"lengthscale": "ard"}
+    assert "no PARAMETERS dict: inferred from the names read from p" in inferred.notes

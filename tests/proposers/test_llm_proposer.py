@@ -405,13 +405,14 @@ def test_plumbing_discovery_example_copies_are_duplicates(scripted: Any) -> None
     scripted.script = lambda stage, text: (
         copied if stage == "discovery" else default_script(stage, text)
     )
-    proposal = proposer(num_formulas=1, num_compositions=0).propose(members(), 8, 1, 0)
+    with_example = proposer(num_formulas=1, num_compositions=0, discovery_example=True)
+    proposal = with_example.propose(members(), 8, 1, 0)
     discovery = next(t for s, t in scripted.prompts if s == "discovery")
     assert "KERNEL: AdditiveWarpedRBF" in discovery and "do not propose it" in discovery
     (rejection,) = proposal.rejections
     assert rejection.stage == "duplicate" and "format example" in rejection.reason
     assert proposal.candidates == []
-    without = proposer(num_formulas=1, num_compositions=0, discovery_example=False)
+    without = proposer(num_formulas=1, num_compositions=0)  # the default
     assert without.propose(members(), 8, 1, 1).candidates  # no example: nothing to copy
     assert "AdditiveWarpedRBF" not in scripted.prompts[-2][1]
 
