@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import time
 from collections import Counter
 
@@ -111,7 +112,16 @@ def main(argv: list[str] | None = None) -> dict:
             f"  chose {rec.chosen} ({rec.chosen_score:.4f}); LLM usage {rec.proposer_usage}",
             flush=True,
         )
-    proposed = sum(len(r.proposed) for r in surrogate.history)
+    # every LLM kernel: validated ones (proposed) plus those rejected before validation
+    # (parse, duplicate formula, conversion failure); call-level rejections
+    # (``llm_r0_discovery``: "had 1 of 2 blocks") name no kernel
+    kernels = {n for r in surrogate.history for n in r.proposed} | {
+        x.name
+        for r in surrogate.history
+        for x in r.rejected
+        if not re.fullmatch(r"\w+_r\d+(_discovery)?", x.name)
+    }
+    proposed = len(kernels)
     accepted = sum(len(r.accepted) for r in surrogate.history)
     stages = Counter(x.stage for r in surrogate.history for x in r.rejected)
     llm_chosen = [
