@@ -41,9 +41,11 @@ torch.set_num_threads(1)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from ax_kernel_discovery.candidate import KernelCandidate  # noqa: E402
+from ax_kernel_discovery.diversity import cosine_similarity, gram_signature, reference_points  # noqa: E402
 from ax_kernel_discovery.llm.client import LLMClient, make_client  # noqa: E402
 from ax_kernel_discovery.llm.local_model import QWEN_GGUF  # noqa: E402
 from ax_kernel_discovery.llm.templates import seed_formulas  # noqa: E402
+from ax_kernel_discovery.population import start_candidates  # noqa: E402
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposer  # noqa: E402
 from ax_kernel_discovery.proposers.direct import DirectCodeProposer  # noqa: E402
 from ax_kernel_discovery.proposers.llm import LLMProposer  # noqa: E402
@@ -61,6 +63,28 @@ def seed_population() -> list[MemberSummary]:
         )
         for name, formula in seed_formulas().items()
     ]
+
+
+def start_set_signatures(dim: int) -> dict[str, torch.Tensor]:
+    """Gram-matrix signatures of the start set (RBF, Matern-5/2, RQ, BOCK, SL)."""
+    points = reference_points(dim)
+    return {c.name: gram_signature(c.build(dim).double(), points) for c in start_candidates()}
+
+
+def functional_twin(
+    cand: KernelCandidate, dim: int, signatures: dict[str, torch.Tensor]
+) -> str | None:
+    """The start-set or earlier accepted kernel whose Gram matrix ``cand`` repeats, as the
+    surrogate's duplicate check sees it (cosine > 0.9999 at perturbed hyperparameters);
+    ``cand``'s own signature is added to ``signatures`` when it is new."""
+    try:
+        sig = gram_signature(cand.build(dim).double(), reference_points(dim))
+    except Exception:  # noqa: BLE001 - validated, so this is rare; not a twin
+        return None
+    twin = next((n for n, s in signatures.items() if cosine_similarity(sig, s) > 0.9999), None)
+    if twin is None:
+        signatures[cand.name] = sig
+    return twin
 
 
 def gram_diversity(candidates: list[KernelCandidate], dim: int, n_points: int = 80) -> float | None:
@@ -121,6 +145,7 @@ def run_mode(
             code_style="pair" if conversion_style == "pair" else "class",
         )
 
+    signatures = start_set_signatures(dim)
     outcomes: list[dict[str, Any]] = []
     call_failures: list[dict[str, Any]] = []
     accepted: list[KernelCandidate] = []
@@ -151,16 +176,20 @@ def run_mode(
             )
         for cand in proposal.candidates:
             res = validate_kernel_code(cand.code or "", dim, cand.class_name, **validation)
+            stage, reason = ("accepted", "") if res.ok else (res.stage or "validation", res.reason)
+            twin = functional_twin(cand, dim, signatures) if res.ok else None
+            if twin is not None:  # what the surrogate's Gram-matrix check would reject
+                stage, reason = "duplicate", f"Gram matrix equals {twin}'s (cosine > 0.9999)"
             outcomes.append(
                 {
                     "name": cand.name,
-                    "stage": "accepted" if res.ok else (res.stage or "validation"),
-                    "reason": res.reason or "",
+                    "stage": stage,
+                    "reason": reason or "",
                     "formula": cand.formula,
                     "class_name": cand.class_name,
                 }
             )
-            if res.ok:
+            if stage == "accepted":
                 accepted.append(cand)
     stages = Counter(o["stage"] for o in outcomes)
     reasons = {st: Counter(o["reason"] for o in outcomes if o["stage"] == st) for st in stages}
