@@ -79,6 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ax_kernel_discovery._compat import compile_python, parse_python
 from ax_kernel_discovery.validation import ValidationOptions, ValidationResult
 
 __all__ = [
@@ -730,7 +731,7 @@ def check_source(code: str) -> None:
     if "\x00" in code:
         raise UnsafeCodeError("syntax: source contains a NUL byte", stage="syntax")
     try:
-        tree = ast.parse(code, mode="exec")
+        tree = parse_python(code, mode="exec")
     except SyntaxError as err:
         raise UnsafeCodeError(
             f"syntax: {err.msg} (line {err.lineno}, column {err.offset})", stage="syntax"
@@ -768,7 +769,7 @@ def load_kernel_class(code: str, class_name: str | None = None) -> type:
         "__doc__": None,
     }
     try:
-        compiled = compile(code, f"<kernel code {module_name}>", "exec", dont_inherit=True)
+        compiled = compile_python(code, f"<kernel code {module_name}>", "exec")
         exec(compiled, namespace)  # noqa: S102 - checked source, restricted builtins
     except Exception as err:  # noqa: BLE001 - arbitrary code
         msg = str(err).strip().splitlines()

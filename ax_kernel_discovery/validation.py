@@ -67,6 +67,7 @@ STAGES = (
     "gradient",
     "psd",
     "finite",
+    "degenerate",
     "fit",
     "timeout",
     "error",
@@ -398,6 +399,13 @@ def _run_checks(
         scale = max(full.abs().max().item(), 1e-300)
         if asym > 1e-8 * scale + 1e-12:
             raise _Failure("psd", f"psd: K(X, X) is not symmetric (max |K - K^T| = {asym:.3g})")
+        spread = (full.amax(dim=(-2, -1)) - full.amin(dim=(-2, -1))).max().item()
+        if n > 1 and spread <= 1e-10 * scale:
+            raise _Failure(
+                "degenerate",
+                "degenerate: every entry of K(X, X) is the same at distinct points "
+                "(the kernel does not depend on its inputs)",
+            )
 
     with _phase("gradient", timings):
         params = [(name, p) for name, p in kernel.named_parameters() if p.requires_grad]

@@ -107,6 +107,7 @@ def test_very_high_dimension_is_fast_and_uses_few_points() -> None:
         ("broken_cos_sq_dist", "psd", "Cholesky of K(X, X) + 1e-06 I failed"),
         ("broken_plus_distance", "psd", "Cholesky of K(X, X)"),
         ("broken_bad_constructor", "load", "missing 1 required positional argument: 'period'"),
+        ("broken_constant", "degenerate", "does not depend on its inputs"),
     ],
 )
 def test_broken_corpus_rejected_at_the_right_stage(name: str, stage: str, fragment: str) -> None:

@@ -45,6 +45,8 @@ import ast
 import keyword
 import textwrap
 
+from ax_kernel_discovery._compat import parse_python
+
 __all__ = [
     "FUNCTION_NAME",
     "PAIRWISE_HELPER",
@@ -131,7 +133,7 @@ def _module_code(function_source: str) -> str:
     """The reply's module code minus imports already in the header (no rebinding)."""
     source = textwrap.dedent(function_source).strip("\n") + "\n"
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return source  # check_source reports the syntax error with its line
     lines = source.splitlines()

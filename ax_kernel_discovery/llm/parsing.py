@@ -26,6 +26,8 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from ax_kernel_discovery._compat import parse_python
+
 __all__ = [
     "DEFAULT_IMPORTS",
     "CodeBlock",
@@ -290,7 +292,7 @@ def find_kernel_class(code: str) -> tuple[str, str] | None:
     Uses the AST when the code parses, else a regular expression.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         for match in _CLASS_RE.finditer(code):
             if "Kernel" in match.group(2):
@@ -320,7 +322,7 @@ def forward_fingerprint(code: str) -> str | None:
     does not parse or has no ``forward``.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return None
     for node in ast.walk(tree):
@@ -353,7 +355,7 @@ _STANDARD_IMPORTS: dict[str, str] = {
 def _with_imports(code: str) -> str:
     """Add the standard imports that ``code`` uses but does not make."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return code
     if not any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in tree.body):
@@ -427,7 +429,7 @@ def extract_code_block(text: str) -> CodeBlock:
 def _split_kernel_classes(code: str) -> list[str]:
     """One module per Kernel subclass of ``code``; other top-level code is shared."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return [code]
     lines = code.splitlines()
@@ -515,7 +517,7 @@ class FunctionBlock:
 def _drop_leading_prose(code: str) -> str:
     """Drop formula-style label lines (``INPUT TRANSFORM: none``) when the code does not parse."""
     try:
-        ast.parse(code)
+        parse_python(code)
         return code
     except SyntaxError:
         pass
@@ -627,7 +629,7 @@ def extract_function_block(text: str) -> FunctionBlock:
         raise ParseError("no Python code defining covariance(x1, x2, p) in the reply")
     code = candidates[0].strip("\n") + "\n"
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError as exc:
         raise ParseError(f"the code does not parse: {exc.msg} (line {exc.lineno})") from None
     func = next(
@@ -644,7 +646,7 @@ def extract_function_block(text: str) -> FunctionBlock:
         match = re.search(r"^\s*PARAMETERS\s*=\s*(\{[^}]*\})", text, re.MULTILINE)
         if match is not None:
             try:
-                node = ast.parse(match.group(1), mode="eval").body
+                node = parse_python(match.group(1), mode="eval").body
             except SyntaxError as exc:
                 raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
     if node is not None:
