@@ -134,12 +134,11 @@ def _guidance(options: PromptOptions, dim: int) -> dict[str, str]:
     }
 
 
-def _code_sections(options: PromptOptions) -> dict[str, str]:
+def _code_sections(options: PromptOptions, stem: str = "conversion") -> dict[str, str]:
+    """``rules`` and the optional worked ``example`` of a code format (``{stem}_*.txt``)."""
     return {
-        "rules": load_prompt("conversion_rules").strip() + "\n",
-        "example": load_prompt("conversion_example").strip() + "\n\n"
-        if options.conversion_example
-        else "",
+        "rules": load_prompt(f"{stem}_rules").strip() + "\n",
+        "example": _section(options.conversion_example, f"{stem}_example"),
     }
 
 
@@ -157,9 +156,7 @@ def discovery_messages(
         num_formulas=num_formulas,
         population=format_population(members, options.max_members),
         formula_format=load_prompt("formula_format"),
-        formula_example=load_prompt("discovery_example").strip() + "\n\n"
-        if options.discovery_example
-        else "",
+        formula_example=_section(options.discovery_example, "discovery_example"),
         **_guidance(options, dim),
     )
     return _messages(user)
@@ -232,14 +229,7 @@ def function_conversion_messages(
     stem = _function_prompt(style)
     if isinstance(formula, str):
         formula = FormulaBlock(name="NewKernel", formula=formula)
-    example = load_prompt(f"{stem}_example").strip() + "\n\n" if options.conversion_example else ""
-    user = _render(
-        stem,
-        dim=dim,
-        formula_block=formula.as_block(),
-        rules=load_prompt(f"{stem}_rules").strip() + "\n",
-        example=example,
-    )
+    user = _render(stem, dim=dim, formula_block=formula.as_block(), **_code_sections(options, stem))
     return _messages(user)
 
 
@@ -282,22 +272,13 @@ def direct_messages(
     options = options or PromptOptions()
     if style not in ("class", "pair"):
         raise ValueError(f"direct code style must be 'class' or 'pair', got {style!r}")
-    if style == "pair":
-        code = {
-            "rules": load_prompt("conversion_pair_rules").strip() + "\n",
-            "example": load_prompt("conversion_pair_example").strip() + "\n\n"
-            if options.conversion_example
-            else "",
-        }
-    else:
-        code = _code_sections(options)
     user = _render(
         "direct" if style == "class" else "direct_pair",
         dim=dim,
         num_kernels=num_kernels,
         population=format_population(members, options.max_members),
         **_guidance(options, dim),
-        **code,
+        **_code_sections(options, "conversion" if style == "class" else "conversion_pair"),
     )
     return _messages(user)
 

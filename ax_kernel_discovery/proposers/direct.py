@@ -80,12 +80,10 @@ class DirectCodeProposer(LLMProposerBase):
     ) -> Proposal:
         started = time.perf_counter()
         proposal = Proposal()
-        client = self._begin(num_proposals, round_index, proposal)
-        if client is None:
+        begun = self._begin(members, num_proposals, round_index, proposal)
+        if begun is None:
             return proposal
-        ledger_start = len(client.ledger)
-        prefix = f"{self.name_prefix}_r{round_index}"
-        taken = {m.name for m in members}
+        client, ledger_start, prefix, taken = begun
         k = num_proposals if self.num_kernels is None else min(self.num_kernels, num_proposals)
 
         messages = direct_messages(members, dim, k, self.options, style=self.code_style)

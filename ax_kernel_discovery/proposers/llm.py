@@ -201,16 +201,26 @@ class LLMProposerBase(Proposer):
                 reason=f"no LLM client: {type(exc).__name__}: {exc}",
             )
 
-    def _begin(self, num_proposals: int, round_index: int, proposal: Proposal) -> LLMClient | None:
-        """The client for this round; None when there is nothing to ask or no client
-        (then a ``proposal`` rejection is recorded in ``proposal``)."""
+    def _begin(
+        self,
+        members: Sequence[MemberSummary],
+        num_proposals: int,
+        round_index: int,
+        proposal: Proposal,
+    ) -> tuple[LLMClient, int, str, set[str]] | None:
+        """``(client, ledger start, name prefix, names taken)`` for a round's proposals.
+
+        None when there is nothing to ask, or no client (then a ``proposal`` rejection is
+        recorded in ``proposal``).
+        """
         if num_proposals <= 0:
             return None
         client = self._client_or_rejection(round_index)
         if isinstance(client, Rejection):
             proposal.rejections.append(client)
             return None
-        return client
+        prefix = f"{self.name_prefix}_r{round_index}"
+        return client, len(client.ledger), prefix, {m.name for m in members}
 
     def _check_code(self, reply: str | LLMError, pending: _Pending) -> CodeBlock | Rejection:
         formula = pending.block.describe()
@@ -410,12 +420,10 @@ class LLMProposer(LLMProposerBase):
     ) -> Proposal:
         started = time.perf_counter()
         proposal = Proposal()
-        client = self._begin(num_proposals, round_index, proposal)
-        if client is None:
+        begun = self._begin(members, num_proposals, round_index, proposal)
+        if begun is None:
             return proposal
-        ledger_start = len(client.ledger)
-        prefix = f"{self.name_prefix}_r{round_index}"
-        taken = {m.name for m in members}
+        client, ledger_start, prefix, taken = begun
 
         # Stage 1: discovery and composition, concurrently.
         # At least one discovery formula; compositions need two members.
