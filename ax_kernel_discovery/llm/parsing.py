@@ -514,7 +514,7 @@ class FunctionBlock:
     notes: tuple[str, ...] = ()
 
 
-def _drop_leading_prose(code: str) -> str:
+def _drop_label_lines(code: str) -> str:
     """Drop formula-style label lines (``INPUT TRANSFORM: none``) when the code does not parse."""
     try:
         parse_python(code)
@@ -531,7 +531,7 @@ def _function_candidates(text: str) -> list[str]:
     ]
     with_def = [b for b in blocks if re.search(r"^\s*def\s+covariance\s*\(", b, re.MULTILINE)]
     if with_def:
-        return [_drop_leading_prose(b) for b in with_def]
+        return [_drop_label_lines(b) for b in with_def]
     start = re.search(r"^(import |from |PARAMETERS\b|def )", text, re.MULTILINE)
     if start is not None:
         return [_trim_prose(text[start.start() :].replace("```", ""))]
@@ -649,18 +649,17 @@ def extract_function_block(text: str) -> FunctionBlock:
                 node = parse_python(match.group(1), mode="eval").body
             except SyntaxError as exc:
                 raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
+    dead = _drop_dead_reads(func)
+    used, escapes = _used_keys(func)
     if node is not None:
         parameters = _read_parameters(node)
-    elif not _used_keys(func)[1]:  # no PARAMETERS: the names read from p say it all
+    elif not escapes:  # no PARAMETERS: the names read from p say it all
         parameters = {}
         notes.append("no PARAMETERS dict: inferred from the names read from p")
     else:
         raise ParseError("no PARAMETERS = {...} dict in the reply")
-
-    dead = _drop_dead_reads(func)
     if dead:
         notes.append(f"removed unused reads of {', '.join(dead)}")
-    used, escapes = _used_keys(func)
     for name in sorted(used - set(parameters)):
         if not name.isidentifier() or name.startswith("_"):
             raise ParseError(f"covariance reads p[{name!r}], which is not a plain identifier")

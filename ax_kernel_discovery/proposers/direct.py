@@ -68,8 +68,7 @@ class DirectCodeProposer(LLMProposerBase):
             raise ValueError(f"direct code_style must be 'class' or 'pair', got {code_style!r}")
         self.num_kernels = num_kernels
         self.code_style = code_style
-        # the attribute the shared function-style helpers (build, repair) read
-        self.conversion_style = "pair" if code_style == "pair" else "class"
+        self.conversion_style = code_style  # read by the shared build and repair helpers
 
     def propose(
         self,

@@ -113,6 +113,8 @@ class LLMProposerBase(Proposer):
 
     name = "llm"
     origin: Origin = "discovery"
+    #: What conversion (or direct) calls write: ``"class"`` or one of FUNCTION_STYLES.
+    conversion_style: str = "class"
 
     def __init__(
         self,
@@ -228,7 +230,7 @@ class LLMProposerBase(Proposer):
             return Rejection(
                 name=pending.name, stage="proposal", reason=f"{reply}", formula=formula
             )
-        if getattr(self, "conversion_style", "class") in FUNCTION_STYLES:
+        if self.conversion_style in FUNCTION_STYLES:
             return self._build_from_function(reply, pending.block.name, formula, pending.name)
         try:
             block = extract_code_block(reply)
@@ -269,7 +271,7 @@ class LLMProposerBase(Proposer):
                 func.source,
                 class_name,
                 formula,
-                pairwise=getattr(self, "conversion_style", "class") == "pair",
+                pairwise=self.conversion_style == "pair",
             )
         except ValueError as exc:
             return Rejection(name=name, stage="parse", reason=str(exc), formula=formula)
@@ -342,7 +344,7 @@ class LLMProposerBase(Proposer):
                 formula=candidate.formula or "",
                 dim=dim,
                 stage=stage or "validation",
-                style=getattr(self, "conversion_style", "function"),
+                style=self.conversion_style,
             )
         return repair_messages(
             candidate.code or "",
