@@ -153,6 +153,38 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--scheduler-address", default=None, help="address of a running Dask scheduler")
     _add_run_options(sw)
 
+    st = sub.add_parser(
+        "study",
+        help="the quality study (fixed protocol; see ax_kernel_discovery.study): run what is "
+        "not finished, or regenerate its report",
+    )
+    st.add_argument(
+        "--out", default="benchmarks/results/study", help="study folder (default: the repo's)"
+    )
+    st.add_argument("--workers", type=int, default=1, help="parallel runs (default 1)")
+    st.add_argument("--problems", type=_csv, default=None, help="only these of the protocol's")
+    st.add_argument("--methods", type=_csv, default=None, help="only these of the protocol's")
+    st.add_argument("--seeds", type=_seeds, default=None, help="only these seeds")
+    st.add_argument(
+        "--variant",
+        default=None,
+        help="name of a kd variant: runs kd with --kd-config into <out>/<variant>",
+    )
+    st.add_argument(
+        "--kd-config",
+        type=_json_object,
+        default=None,
+        help="KernelDiscoveryConfig fields of the variant (JSON or a JSON file)",
+    )
+    st.add_argument(
+        "--report",
+        default=None,
+        metavar="MARKDOWN",
+        help="instead of running: write the study report to this file (and summary.json "
+        "beside the results)",
+    )
+    st.add_argument("--no-progress", action="store_true", help="no per-run lines")
+
     rep = sub.add_parser(
         "report", help="rank table, learning curves and timing table from result JSONs"
     )
@@ -243,6 +275,40 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_RUN_FAILED if failed else 0
 
 
+def _cmd_study(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.runner import UserInputError
+
+    if args.report:
+        from ax_kernel_discovery.study_report import write_study_report
+
+        path = write_study_report(args.out, args.report)
+        _console().print(f"study report written to {path}")
+        return 0
+    from ax_kernel_discovery.study import run_study
+
+    if args.workers < 1:
+        raise UserInputError(f"--workers must be >= 1, got {args.workers}")
+    if (args.variant is None) != (args.kd_config is None):
+        raise UserInputError("--variant and --kd-config go together")
+    selection: dict[str, Any] = {
+        "problems": args.problems,
+        "methods": ["kd"] if args.variant else args.methods,
+        "seeds": args.seeds,
+    }
+    if args.variant:
+        selection.update(kd_config=args.kd_config, method_suffix=args.variant)
+    summaries = run_study(
+        args.out, workers=args.workers, progress=not args.no_progress, **selection
+    )
+    failed = [s for s in summaries if s["status"] != "complete"]
+    _console().print(f"{len(summaries) - len(failed)} of {len(summaries)} study runs complete")
+    for s in failed:
+        _console(stderr=True).print(
+            f"FAILED {s['run_id']}: {s.get('error')} (traceback: {s['path']})"
+        )
+    return EXIT_RUN_FAILED if failed else 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from ax_kernel_discovery.report import write_report
 
@@ -285,7 +351,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(1)
     from ax_kernel_discovery.runner import UserInputError
 
-    commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report, "list": _cmd_list}
+    commands = {
+        "run": _cmd_run,
+        "sweep": _cmd_sweep,
+        "study": _cmd_study,
+        "report": _cmd_report,
+        "list": _cmd_list,
+    }
     try:
         return commands[args.command](args)
     except UserInputError as e:

@@ -47,6 +47,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ax_kernel_discovery.diagnostics import (
+    boundary_hit_ratio,
+    next_batch_scores,
+    path_length,
+    to_unit_cube,
+)
+
 logger = logging.getLogger(__name__)
 
 METRIC = "objective"
@@ -738,6 +745,8 @@ def _one_round(
         record["population"] = list(main.population)
         record["accepted"] = list(main.accepted)
         record["kd_scores"] = dict(main.scores)
+        record["population_diversity"] = main.population_diversity
+        record["accepted_diversity"] = main.accepted_diversity
         for h in kd_records:
             for rej in h.rejected:
                 record["failures"].append(
@@ -763,6 +772,8 @@ def _one_round(
     record["timings"]["acquisition"] = max(t_gen - fit_time, 0.0)
     record["warnings"] = _warning_lines(caught)
 
+    train_values = _trial_values(client)[0] if kd_records else []
+    previous_point = _trial_point(experiment, n_done - 1) if n_done > 0 else None
     trials = []
     for part in _split_generator_run(gr):
         trial = experiment.new_trial(generator_run=part)
@@ -779,11 +790,30 @@ def _one_round(
         else:
             client.complete_trial(trial.index, raw_data={METRIC: value})
     record["values"] = values
+    _search_diagnostics(record, prob, X, previous_point)
+    if kd_records:
+        models = surrogate.fitted_models.get(kd_records[-1].outcome, {})
+        record["next_batch"] = next_batch_scores(models, X, values, train_values)
     total = time.perf_counter() - t_round
     accounted = sum(record["timings"][p] for p in PHASES if p != "overhead")
     record["timings"]["overhead"] = max(total - accounted, 0.0)
     record["timings"]["round_wall"] = total
     return record
+
+
+def _trial_point(experiment: Any, index: int) -> np.ndarray:
+    return np.array([float(v) for v in experiment.trials[index].arm.parameters.values()])
+
+
+def _search_diagnostics(
+    record: dict[str, Any], prob: Any, X: np.ndarray, previous: np.ndarray | None
+) -> None:
+    """The batch's boundary hit ratio and path-length increment (the paper's OTSD)."""
+    lower, upper = np.asarray(prob.lower, dtype=float), np.asarray(prob.upper, dtype=float)
+    U = to_unit_cube(X, lower, upper)
+    record["boundary_hit"] = boundary_hit_ratio(U)
+    prev = None if previous is None else to_unit_cube(previous, lower, upper)
+    record["path_length"] = path_length(U, prev)
 
 
 _IGNORED_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
@@ -923,9 +953,27 @@ def sweep(
         One summary per run (``run_id``, ``status`` complete/failed, ``best_value``,
         ``wall_time``, ``path``), in completion order.
     """
+    cfgs = sweep_configs(problems, methods, seeds, **settings)
+    return run_configs(
+        cfgs,
+        workers=workers,
+        executor=executor,
+        scheduler_address=scheduler_address,
+        progress=progress,
+    )
+
+
+def run_configs(
+    cfgs: Sequence[RunConfig],
+    *,
+    workers: int = 1,
+    executor: str | Any = "local",
+    scheduler_address: str | None = None,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Run the given configs (finished ones are skipped) on an executor, as :func:`sweep`."""
     from ax_kernel_discovery.executors import make_executor
 
-    cfgs = sweep_configs(problems, methods, seeds, **settings)
     ex = make_executor(executor, workers=workers, scheduler_address=scheduler_address)
     summaries: list[dict[str, Any]] = []
     bar = None
@@ -975,6 +1023,7 @@ __all__ = [
     "method_options",
     "package_versions",
     "run_experiment",
+    "run_configs",
     "run_task",
     "sweep",
     "sweep_configs",

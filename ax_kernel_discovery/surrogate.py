@@ -41,7 +41,12 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.diversity import cosine_similarity, gram_signature, reference_points
+from ax_kernel_discovery.diversity import (
+    cosine_similarity,
+    diversity,
+    gram_signature,
+    reference_points,
+)
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import Population, start_candidates
@@ -77,6 +82,8 @@ class RoundRecord(BaseModel):
     struck: str | None = None
     previous_improved: bool | None = None
     reset: bool = False
+    population_diversity: float | None = None
+    accepted_diversity: float | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     proposer_usage: dict[str, float] = Field(default_factory=dict)
 
@@ -149,6 +156,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._last_choice: dict[str, tuple[str, set[int]]] = {}
         self._prefetch: dict[tuple[str, int, int], Future[Proposal]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        #: Last round's fitted model of every member, per outcome (not saved; diagnostics).
+        self.fitted_models: dict[str, dict[str, Model]] = {}
         if state:
             self._load_state(state)
 
@@ -262,7 +271,14 @@ class KernelDiscoverySurrogate(Surrogate):
             rec.chosen, rec.chosen_formula, rec.chosen_score = best_name, best.formula, best_score
             self._last_choice[outcome] = (best_name, set(_row_hashes(X)))
         rec.scores = {k: v[2] for k, v in models.items()}
+        self.fitted_models[outcome] = {k: v[0] for k, v in models.items()}
         rec.population = pop.names
+        rec.population_diversity = self._diversity([m.candidate.key for m in pop])
+        rec.accepted_diversity = (
+            self._diversity([c.key for c in accepted if c.name in models])
+            if len(rec.accepted) > 1
+            else None
+        )
         rec.timings["total"] = time.perf_counter() - t_start
         self.history.append(rec)
         self.history = self.history[-self.config.history_limit :]
@@ -400,6 +416,7 @@ class KernelDiscoverySurrogate(Surrogate):
         state = self.__dict__.copy()
         state["_prefetch"] = {}
         state["_executor"] = None
+        state["fitted_models"] = {}
         return state
 
     def _validate(
@@ -484,6 +501,11 @@ class KernelDiscoverySurrogate(Surrogate):
             self._signatures[cand.key] = sig
             accepted.append(cand)
         return accepted
+
+    def _diversity(self, keys: list[str]) -> float | None:
+        """The paper's Gram-matrix diversity of the kernels with these keys."""
+        sigs = [self._signatures[k] for k in keys if k in self._signatures]
+        return diversity(sigs) if len(sigs) > 1 else None
 
     def _fit_and_score(
         self,
