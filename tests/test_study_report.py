@@ -1,0 +1,183 @@
+"""Tests of the quality study's report: paired statistics, diagnostics, summary.json."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ax_kernel_discovery.study import STUDY, StudyProtocol, study_configs
+from ax_kernel_discovery.study_report import (
+    chosen_timeline,
+    kernel_family,
+    paired_comparison,
+    search_diagnostics,
+    selection_diagnostics,
+    standard_error,
+    write_study_report,
+)
+
+
+def test_paired_comparison_counts_signs_and_wilcoxon() -> None:
+    kd = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0, 4: 5.0}
+    base = {0: 2.0, 1: 3.0, 2: 3.0, 3: 5.0, 4: 7.0, 9: 0.0}  # seed 9 has no kd partner
+    out = paired_comparison(kd, base, minimize=True)
+    assert (out["n"], out["wins"], out["ties"], out["losses"]) == (5, 4, 1, 0)
+    assert out["mean_diff"] == pytest.approx((1 + 1 + 0 + 1 + 2) / 5)
+    lo, hi = out["ci"]
+    assert 0.0 <= lo <= out["mean_diff"] <= hi <= 2.0
+    from scipy.stats import wilcoxon
+
+    expected = wilcoxon([1.0, 1.0, 0.0, 1.0, 2.0], zero_method="zsplit").pvalue
+    assert out["p_value"] == pytest.approx(expected)
+    flipped = paired_comparison(kd, base, minimize=False)  # maximizing: kd now loses
+    assert (flipped["wins"], flipped["losses"]) == (0, 4)
+    assert flipped["mean_diff"] == pytest.approx(-out["mean_diff"])
+
+
+def test_paired_comparison_all_ties_has_no_p_value() -> None:
+    out = paired_comparison({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, minimize=True)
+    assert out["ties"] == 2 and out["p_value"] is None and out["ci"] == [0.0, 0.0]
+
+
+def test_standard_error() -> None:
+    assert standard_error([1.0, 3.0]) == pytest.approx(1.0)
+    assert standard_error([5.0]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("SL", "SL"),
+        ("off_r0_0:(bock+sl)", "evolved[BOCK+SL]"),
+        ("off_r3_1:(rbf*poly2@tanh)", "evolved[RBF]"),
+        ("llm_r1_0", "evolved"),
+        (None, "none"),
+    ],
+)
+def test_kernel_family(name: str | None, family: str) -> None:
+    assert kernel_family(name) == family
+
+
+def _round(chosen: str, crit: dict[str, float], crps: dict[str, float], **extra: object) -> dict:
+    return {
+        "kind": "bo",
+        "chosen": chosen,
+        "kd_scores": crit,
+        "next_batch": {k: {"crps": v, "log_lik": -v} for k, v in crps.items()},
+        **extra,
+    }
+
+
+def test_selection_diagnostics_agree_and_disagree() -> None:
+    crit = {"RBF": 0.1, "SL": 0.2, "BOCK": 0.3, "RQ": 0.4}
+    agree = _round("RBF", crit, {"RBF": 1.0, "SL": 2.0, "BOCK": 3.0, "RQ": 4.0})
+    reverse = _round("RBF", crit, {"RBF": 4.0, "SL": 3.0, "BOCK": 2.0, "RQ": 1.0})
+    out = selection_diagnostics([{"rounds": [agree, reverse]}])
+    assert out["rounds"] == 2
+    assert out["spearman_crps"] == pytest.approx(0.0)  # +1 and -1
+    assert out["chosen_is_best"] == pytest.approx(0.5)
+    assert out["chosen_in_top3"] == pytest.approx(0.5)
+    assert out["best_next_batch_kernels"] == {"RBF": 1, "RQ": 1}
+
+
+def test_search_diagnostics_and_timeline() -> None:
+    runs = [
+        {
+            "rounds": [
+                {"kind": "init", "boundary_hit": 0.0, "path_length": 5.0},
+                _round("SL", {}, {}, boundary_hit=0.5, path_length=1.0, population_diversity=0.2),
+                _round("off_r1_0:(sl*bock)", {}, {}, boundary_hit=1.0, path_length=2.0),
+            ]
+        },
+        {
+            "rounds": [
+                {"kind": "init", "boundary_hit": 0.0, "path_length": 3.0},
+                _round("RBF", {}, {}, boundary_hit=0.0, path_length=1.0, population_diversity=0.4),
+                _round("RBF", {}, {}, boundary_hit=0.0, path_length=1.0),
+            ]
+        },
+    ]
+    search = search_diagnostics(runs)
+    assert search["boundary_hit"] == pytest.approx((0.75 + 0.0) / 2)
+    assert search["otsd"] == pytest.approx((8.0 + 5.0) / 2)
+    timeline = chosen_timeline(runs)
+    assert timeline[0]["families"] == {"SL": 1, "RBF": 1}
+    assert timeline[0]["population_diversity"] == pytest.approx(0.3)
+    assert timeline[1]["evolved_share"] == pytest.approx(0.5)
+
+
+def _fake_result(problem: str, method: str, seed: int, best: float) -> dict:
+    values = [best + 1.0, best + 0.5, best]
+    return {
+        "format": 1,
+        "status": "complete",
+        "problem": problem,
+        "problem_label": problem,
+        "direction": "minimize",
+        "method": method,
+        "seed": seed,
+        "budget": 3,
+        "batch": 1,
+        "num_sobol": 1,
+        "config": {"kd_config": {"criterion": "mll"} if method == "kd" else None},
+        "n_evaluations": 3,
+        "values": values,
+        "best_so_far": values,
+        "best_value": best,
+        "rounds": [
+            {"kind": "init", "boundary_hit": 0.0, "path_length": 1.0, "timings": {}},
+            {"kind": "bo", "boundary_hit": 0.5, "path_length": 1.0, "chosen": "RBF", "timings": {}},
+        ],
+        "timings": {"mean_per_bo_round": {}, "bo_rounds": 0},
+        "versions": {"torch": "x"},
+        "torch_threads": 1,
+    }
+
+
+def test_write_study_report_summary(tmp_path) -> None:
+    protocol = StudyProtocol(problems=("p1", "p2"), methods=("kd", "sl"), seeds=(0, 1, 2))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for p in protocol.problems:
+        for s in protocol.seeds:
+            kd_best = float(rng.normal())
+            for m, best in (("kd", kd_best), ("sl", kd_best + 1.0)):
+                (folder / f"{p}__{m}__seed{s}.json").write_text(
+                    json.dumps(_fake_result(p, m, s, best))
+                )
+    variant = folder / "mll"
+    variant.mkdir()
+    (variant / "p1__kd__seed0.json").write_text(json.dumps(_fake_result("p1", "kd", 0, -9.0)))
+    md = write_study_report(folder, tmp_path / "docs" / "results.md", protocol)
+    summary = json.loads((folder / "summary.json").read_text())
+    cell = summary["problems"]["p1"]["methods"]["kd"]
+    assert cell["n_seeds"] == 3 and cell["budget"] == 3 and cell["rank"] == 1
+    assert summary["average_rank"] == {"kd": 1.0, "sl": 2.0}
+    pair = summary["paired"]["p2"]["sl"]
+    assert (pair["wins"], pair["losses"]) == (3, 0) and pair["mean_diff"] == pytest.approx(1.0)
+    assert summary["search"]["p1"]["sl"]["boundary_hit"] == pytest.approx(0.5)
+    assert summary["variants"]["mll"]["problems"]["p1"]["n"] == 1
+    text = md.read_text()
+    assert "kd vs sl" in text and "3/0/0" in text
+    assert (tmp_path / "docs" / "img" / "study_curves_p1.png").is_file()
+    assert not math.isnan(summary["problems"]["p2"]["methods"]["sl"]["se"])
+
+
+def test_study_configs_order_and_protocol() -> None:
+    cfgs = study_configs("out")
+    assert len(cfgs) == len(STUDY.problems) * len(STUDY.methods) * len(STUDY.seeds)
+    assert len(STUDY.seeds) >= 5 and STUDY.budget - STUDY.num_sobol >= 150
+    assert {"kd", "ax_default", "matern52", "bock", "sl", "compositional"} <= set(STUDY.methods)
+    # seed-major: every run of seed 0 comes before any run of seed 1
+    seeds = [c.seed for c in cfgs]
+    assert seeds == sorted(seeds)
+    first = cfgs[0]
+    assert (first.budget, first.batch, first.num_restarts, first.raw_samples) == (170, 15, 2, 128)
+    variant = study_configs(
+        "out", methods=["kd"], kd_config={"criterion": "mll"}, method_suffix="v"
+    )
+    assert all(c.out == "out/v" and c.kd_config == {"criterion": "mll"} for c in variant)
