@@ -46,6 +46,14 @@ class KernelDiscoveryConfig(BaseModel):
     criterion: Criterion = Field(
         "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
     )
+    score_top_k: int | None = Field(
+        None,
+        ge=3,
+        le=100000,
+        description="Score each kernel on the k training points with the best objective values "
+        "only (the authors' code: 100), which focuses selection on the region BO exploits and "
+        "bounds its cost; None: all points.",
+    )
     patience: int = Field(
         3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
     )

@@ -117,6 +117,23 @@ _CRITERIA: dict[str, Callable[[Tensor, Tensor, int, int], Tensor | float]] = {
 }
 
 
+def best_points(K: Tensor, y: Tensor, values: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """``K`` and ``y`` restricted to the ``k`` points with the largest ``values``.
+
+    The leave-one-out criteria computed on the result score a kernel on the region that
+    BO exploits (``values`` are the targets times the objective's sign).
+
+    Example:
+        >>> K = torch.eye(3, dtype=torch.float64)
+        >>> best_points(K, torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 5.0, 1.0]), 2)[1]
+        tensor([2., 3.])
+    """
+    if k >= y.shape[-1]:
+        return K, y
+    idx = torch.topk(values, k).indices.sort().values
+    return K[idx][:, idx], y[idx]
+
+
 def prior_covariance(model: Any) -> tuple[Tensor, Tensor]:
     """Noisy prior covariance and centred targets of a fitted single-output GPyTorch model.
 

@@ -52,7 +52,12 @@ from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
-from ax_kernel_discovery.selection import num_hyperparameters, prior_covariance, score
+from ax_kernel_discovery.selection import (
+    best_points,
+    num_hyperparameters,
+    prior_covariance,
+    score,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -540,6 +545,9 @@ class KernelDiscoverySurrogate(Surrogate):
                 return None
             with torch.no_grad():
                 K, y = prior_covariance(model)
+                top_k, sign = self.config.score_top_k, self.objective_weights.get(outcome)
+                if top_k is not None and sign:
+                    K, y = best_points(K, y, model.train_targets.reshape(-1) * sign, top_k)
                 covar = model.covar_module
                 value = score(self.config.criterion, K, y, num_hyperparameters(covar))  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection

@@ -113,3 +113,18 @@ def test_bad_shapes_are_clear_errors() -> None:
         loo_crps(K[:3], y)
     with pytest.raises(ValueError, match=r"y must have shape \(4,\)"):
         loo_crps(K, y[:3])
+
+
+def test_best_points_scores_the_top_k_subset_only() -> None:
+    from ax_kernel_discovery.selection import best_points, loo_crps
+
+    gen = torch.Generator().manual_seed(3)
+    A = torch.randn(8, 8, generator=gen, dtype=torch.float64)
+    K = A @ A.T + 0.5 * torch.eye(8, dtype=torch.float64)
+    y = torch.randn(8, generator=gen, dtype=torch.float64)
+    values = -y  # minimisation: the best points have the smallest y
+    K3, y3 = best_points(K, y, values, 3)
+    idx = torch.argsort(y)[:3].sort().values
+    assert torch.equal(y3, y[idx]) and torch.equal(K3, K[idx][:, idx])
+    assert float(loo_crps(K3, y3)) != pytest.approx(float(loo_crps(K, y)))
+    assert best_points(K, y, values, 8)[0] is K  # k >= n keeps every point
