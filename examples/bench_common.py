@@ -41,7 +41,9 @@ def main(
     parser.add_argument("--out", default=f"results/{problem}", help="results folder")
     parser.add_argument("--report", default=None, help="report folder (default <out>/report)")
     parser.add_argument(
-        "--data-dir", default=None, help="benchmark data folder (default $AXKD_DATA_DIR)"
+        "--data-dir",
+        default=None,
+        help="folder of data files that replace the bundled ones (default $AXKD_DATA_DIR)",
     )
     args, extra = parser.parse_known_args(argv)
 

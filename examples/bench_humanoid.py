@@ -9,8 +9,8 @@ A small run::
     python examples/bench_humanoid.py --budget 60 --batch 10 --seeds 0,1 --methods kd,rbf --workers 2
 
 Results go to ``results/humanoid/`` (one JSON per run, resumable), the report to
-``results/humanoid/report/``. Set ``AXKD_DATA_DIR`` (or pass ``--data-dir``) to the
-benchmark data folder.
+``results/humanoid/report/``. The data ships with
+the package; ``--data-dir`` (or ``AXKD_DATA_DIR``) names a folder of replacements.
 """
 
 import sys

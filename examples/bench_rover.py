@@ -9,8 +9,8 @@ A small run::
     python examples/bench_rover.py --budget 60 --batch 10 --seeds 0,1 --methods kd,rbf --workers 2
 
 Results go to ``results/rover100/`` (one JSON per run, resumable), the report to
-``results/rover100/report/``. Set ``AXKD_DATA_DIR`` (or pass ``--data-dir``) to the
-benchmark data folder.
+``results/rover100/report/``. The data ships with
+the package; ``--data-dir`` (or ``AXKD_DATA_DIR``) names a folder of replacements.
 """
 
 import sys

@@ -9,8 +9,8 @@ A small run::
     python examples/bench_svm.py --budget 60 --batch 10 --seeds 0,1 --methods kd,rbf --workers 2
 
 Results go to ``results/svm/`` (one JSON per run, resumable), the report to
-``results/svm/report/``. Set ``AXKD_DATA_DIR`` (or pass ``--data-dir``) to the
-benchmark data folder.
+``results/svm/report/``. The data ships with
+the package; ``--data-dir`` (or ``AXKD_DATA_DIR``) names a folder of replacements.
 """
 
 import sys

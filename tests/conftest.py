@@ -3,7 +3,9 @@
 * ``torch.set_num_threads(1)``: on 2 shared cores GP fits run 25-50x slower with two
   threads when another process holds a core, so the whole suite runs single-threaded.
 * Offline by construction: any socket connection to a non-loopback address fails.
-* ``AXKD_DATA_DIR`` defaults to ``../shared/data`` (never copied into the repo).
+* Benchmark data: the files bundled with the package. ``AXKD_DATA_DIR`` is unset for the
+  session, so a user's own data folder (e.g. the full CT-slice file) cannot change
+  results; tests of the override set it themselves.
 """
 
 from __future__ import annotations
@@ -18,10 +20,7 @@ import torch
 torch.set_num_threads(1)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-_REPO = Path(__file__).resolve().parents[1]
-_SHARED_DATA = _REPO.parent / "shared" / "data"
-if "AXKD_DATA_DIR" not in os.environ and _SHARED_DATA.is_dir():
-    os.environ["AXKD_DATA_DIR"] = str(_SHARED_DATA)
+os.environ.pop("AXKD_DATA_DIR", None)
 
 _real_connect = socket.socket.connect
 
@@ -41,8 +40,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def data_dir() -> Path:
-    """The shared benchmark data directory; skips the test when it is missing."""
-    path = Path(os.environ.get("AXKD_DATA_DIR", _SHARED_DATA))
-    if not path.is_dir():
-        pytest.skip(f"benchmark data directory {path} not found (set AXKD_DATA_DIR)")
-    return path
+    """The folder of the benchmark data bundled with the package (to read files directly)."""
+    from ax_kernel_discovery.benchmarks.datasets import bundled_file
+
+    return bundled_file("rover_obstacle_centers.txt").parent

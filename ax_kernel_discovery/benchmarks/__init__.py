@@ -15,13 +15,14 @@ name               D     direction  module
 ``levy100``        100   minimise   :mod:`.synthetic` (Levy-10, 10 active dims)
 =================  ====  =========  ==============================================
 
-Data files are read at run time from ``data_dir=...`` or ``AXKD_DATA_DIR``
-(see :func:`~ax_kernel_discovery.benchmarks.base.data_dir`); optional packages are
-imported only when a problem that needs them is built.
+The data files ship with the package; a folder given as ``data_dir=...`` or
+``AXKD_DATA_DIR`` overrides them file by file (see
+:mod:`~ax_kernel_discovery.benchmarks.datasets`). Optional packages are imported only
+when a problem that needs them is built.
 
 Example:
     >>> from ax_kernel_discovery.benchmarks import get_problem
-    >>> problem = get_problem("rover100", data_dir="../shared/data")
+    >>> problem = get_problem("rover100")
     >>> values = problem.evaluate(np.random.rand(4, problem.dim))
 """
 
@@ -31,12 +32,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ax_kernel_discovery.benchmarks.base import (
-    BenchmarkProblem,
-    MissingDependencyError,
-    data_dir,
-    data_file,
-)
+from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.datasets import data_dir, data_file, data_status
 from ax_kernel_discovery.benchmarks.humanoid import Humanoid
 from ax_kernel_discovery.benchmarks.lasso_dna import LassoDNA
 from ax_kernel_discovery.benchmarks.mopta08 import Mopta08
@@ -60,6 +57,7 @@ __all__ = [
     "UnknownProblemError",
     "data_dir",
     "data_file",
+    "data_status",
     "get_problem",
 ]
 

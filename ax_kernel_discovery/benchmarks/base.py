@@ -6,7 +6,8 @@ arrays of shape ``(n, dim)`` inside ``[lower, upper]`` and returns an ``(n,)`` a
 
 Settings read from the environment (read here and nowhere else in this package):
 
-* ``AXKD_DATA_DIR``: folder holding the benchmark data files (see :data:`DATA_FILES`).
+* ``AXKD_DATA_DIR``: a folder of benchmark data files that override the copies bundled
+  with the package (see :mod:`ax_kernel_discovery.benchmarks.datasets`).
 * ``AXKD_MOPTA08_BINARY``: path of a user-supplied Mopta08 executable.
 """
 
@@ -27,44 +28,20 @@ import numpy as np
 __all__ = [
     "BOUNDS_TOLERANCE",
     "DATA_DIR_ENV",
-    "DATA_FILES",
     "MOPTA08_BINARY_ENV",
     "BenchmarkProblem",
     "MissingDependencyError",
-    "data_dir",
-    "data_file",
     "setting_path",
 ]
 
 DATA_DIR_ENV = "AXKD_DATA_DIR"
-"""Environment variable naming the benchmark data folder."""
+"""Environment variable naming a folder of data files that override the bundled ones."""
 
 MOPTA08_BINARY_ENV = "AXKD_MOPTA08_BINARY"
 """Environment variable naming a user-supplied Mopta08 executable."""
 
 BOUNDS_TOLERANCE = 1e-9
 """Inputs this far outside the bounds are clipped; farther ones are rejected."""
-
-DATA_FILES: dict[str, str] = {
-    "rover_obstacle_centers.txt": (
-        "113 obstacle centres of the 'large' rover domain of Wang et al. 2018 "
-        "(create_cost_large() in github.com/zi-w/Ensemble-Bayesian-Optimization, "
-        "test_functions/rover_function.py), one 'x y' pair per line"
-    ),
-    "dna.scale.gz": (
-        "LIBSVM 'dna.scale' (multiclass), gzip-compressed: "
-        "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multiclass/dna.scale"
-    ),
-    "ct_slice_sample.csv.gz": (
-        "first 682 rows of UCI 'Relative location of CT slices on axial axis' "
-        "(slice_localization_data.csv); the full file also works, see svm.py"
-    ),
-    "humanoid_v1_ars_lin_policy_plus.npz": (
-        "ARS linear policy for Humanoid-v1 (Mania et al. 2018, "
-        "github.com/modestyachts/ARS, trained_policies/Humanoid-v1/lin_policy_plus.npz)"
-    ),
-}
-"""Data files the problems read, and where a user gets each one."""
 
 
 class MissingDependencyError(ImportError):
@@ -82,51 +59,6 @@ def setting_path(explicit: str | Path | None, env_var: str) -> Path | None:
     if value:
         return Path(value).expanduser()
     return None
-
-
-def data_dir(explicit: str | Path | None = None) -> Path:
-    """The benchmark data folder.
-
-    Args:
-        explicit: A folder given by the caller; wins over the environment.
-
-    Returns:
-        ``explicit`` if given, else the folder named by ``AXKD_DATA_DIR``.
-
-    Raises:
-        FileNotFoundError: Neither is set, or the folder does not exist. The message
-            says what to set and where the files come from.
-    """
-    path = setting_path(explicit, DATA_DIR_ENV)
-    sources = "\n".join(f"  - {name}: {src}" for name, src in DATA_FILES.items())
-    if path is None:
-        raise FileNotFoundError(
-            "benchmark data directory not set: pass data_dir=... or set the environment "
-            f"variable {DATA_DIR_ENV} to a folder holding the benchmark files:\n{sources}"
-        )
-    if not path.is_dir():
-        origin = "data_dir argument" if explicit is not None else DATA_DIR_ENV
-        raise FileNotFoundError(
-            f"benchmark data directory {str(path)!r} (from {origin}) does not exist; "
-            f"point it to a folder holding the benchmark files:\n{sources}"
-        )
-    return path
-
-
-def data_file(name: str, explicit_dir: str | Path | None = None) -> Path:
-    """Path of one data file in :func:`data_dir`, with a clear error when it is missing.
-
-    Args:
-        name: File name inside the data folder (a key of :data:`DATA_FILES`).
-        explicit_dir: Data folder given by the caller (see :func:`data_dir`).
-    """
-    path = data_dir(explicit_dir) / name
-    if not path.is_file():
-        source = DATA_FILES.get(name, "see the benchmark's documentation")
-        raise FileNotFoundError(
-            f"benchmark data file {name!r} not found in {str(path.parent)!r}; it is: {source}"
-        )
-    return path
 
 
 # --------------------------------------------------------------------------- workers

@@ -37,11 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.benchmarks.base import (
-    BenchmarkProblem,
-    MissingDependencyError,
-    data_file,
-)
+from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["Humanoid", "mujoco_available"]
 
@@ -81,8 +78,9 @@ class Humanoid(BenchmarkProblem):
     """Humanoid linear policy (D=6392, maximise the episode return).
 
     Args:
-        data_dir: Folder with ``humanoid_v1_ars_lin_policy_plus.npz``
-            (default: ``AXKD_DATA_DIR``).
+        data_dir: Folder whose ``humanoid_v1_ars_lin_policy_plus.npz`` replaces the
+            bundled copy (default: ``AXKD_DATA_DIR``, else the copy shipped with the
+            package).
         n_rollouts: Episodes averaged per evaluation.
         seed: Reset seed of the first episode (episode ``i`` uses ``seed + i``).
         max_steps: Step limit per episode (at most the environment's 1000).

@@ -9,7 +9,7 @@ objective itself is a few lines of scikit-learn. The construction, step by step 
 in LassoBench:
 
 1. ``X, y`` = LIBSVM ``dna.scale`` (2000 rows, 180 binary features, labels 1/2/3 used
-   as a regression target), read from ``dna.scale.gz`` in the data folder.
+   as a regression target), read from ``dna.scale.gz`` (shipped with the package).
 2. ``train_test_split(X, y, test_size=0.15, random_state=42)``; only the 1700
    training rows are used by the objective.
 3. ``alpha_max = max |X_train^T y_train| / n_train``, ``alpha_min = alpha_max / 1e5``.
@@ -44,11 +44,8 @@ from typing import Literal
 
 import numpy as np
 
-from ax_kernel_discovery.benchmarks.base import (
-    BenchmarkProblem,
-    MissingDependencyError,
-    data_file,
-)
+from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["LassoDNA"]
 
@@ -75,7 +72,8 @@ class LassoDNA(BenchmarkProblem):
     """Lasso-DNA (D=180, minimise the 5-fold cross-validation MSE).
 
     Args:
-        data_dir: Folder with ``dna.scale.gz`` (default: ``AXKD_DATA_DIR``).
+        data_dir: Folder whose ``dna.scale.gz`` replaces the bundled copy (default:
+            ``AXKD_DATA_DIR``, else the copy shipped with the package).
         solver: ``"sklearn"`` (default, converged solve, see the module docstring) or
             ``"celer"`` (LassoBench's own inexact solver settings; needs ``celer``).
         tol: Duality-gap tolerance of the scikit-learn solver.

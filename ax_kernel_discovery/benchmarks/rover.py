@@ -3,7 +3,7 @@
 Our own implementation from the published definition and the authors' code
 (``test_functions/rover_function.py`` and ``rover_utils.py`` of
 github.com/zi-w/Ensemble-Bayesian-Optimization); only the obstacle table is data,
-read from ``rover_obstacle_centers.txt`` in the data folder.
+read from ``rover_obstacle_centers.txt``, which ships with the package.
 
 Reference:
     Z. Wang, C. Gehring, P. Kohli, S. Jegelka. Batched Large-scale Bayesian
@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 import scipy.interpolate as si
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, data_file
+from ax_kernel_discovery.benchmarks.base import BenchmarkProblem
+from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["Rover", "RoverDomain"]
 
@@ -179,7 +180,8 @@ class Rover(BenchmarkProblem):
 
     Args:
         n_waypoints: 50 (``D = 100``) or 30 (``D = 60``); any value >= 2 works.
-        data_dir: Folder with ``rover_obstacle_centers.txt`` (default: ``AXKD_DATA_DIR``).
+        data_dir: Folder whose ``rover_obstacle_centers.txt`` replaces the bundled copy
+            (default: ``AXKD_DATA_DIR``, else the copy shipped with the package).
         endpoints: ``"penalty"`` (default, as described in the benchmark notes and in
             the original ``main()``) or ``"forced"`` (BenchSuite); see
             :class:`RoverDomain`.

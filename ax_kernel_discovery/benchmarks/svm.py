@@ -22,9 +22,10 @@ BAxUS (``SVMBenchmark``), re-implemented here:
   ``tol=1e-3``) fitted on the training half; minimise.
 
 The full file (53,500 rows) is used when a user has it: pass ``path`` or put
-``slice_localization_data.csv`` (optionally ``.gz``/``.xz``) in the data folder.
-Otherwise the shared 682-row sample ``ct_slice_sample.csv.gz`` (patients 0 and 1)
-is used, and ``name``/``description`` then say "(682-row sample)": its values are not
+``slice_localization_data.csv`` (optionally ``.gz``/``.xz``) in a folder named by
+``data_dir``/``AXKD_DATA_DIR`` (``ax-kernel-discovery data`` says how to get it).
+Otherwise the 682-row sample ``ct_slice_sample.csv.gz`` (patients 0 and 1) that ships
+with the package is used, and ``name``/``description`` then say "(682-row sample)": its values are not
 comparable with published ones.
 
 Reference:
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ax_kernel_discovery.benchmarks import base
+from ax_kernel_discovery.benchmarks import datasets
 from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
 
 __all__ = ["SVM", "load_ct_slice"]
@@ -85,11 +86,12 @@ def _find_data(path: str | Path | None, data_dir: str | Path | None) -> tuple[Pa
         if not p.is_file():
             raise FileNotFoundError(f"SVM data file {str(p)!r} not found")
         return p, p.name == SAMPLE_FILE_NAME
-    folder = base.data_dir(data_dir)
-    for name in FULL_FILE_NAMES:
-        if (folder / name).is_file():
-            return folder / name, False
-    return base.data_file(SAMPLE_FILE_NAME, data_dir), True
+    folder = datasets.override_dir(data_dir)
+    full = [folder / name for name in FULL_FILE_NAMES] if folder is not None else []
+    for candidate in full:
+        if candidate.is_file():
+            return candidate, False
+    return datasets.data_file(SAMPLE_FILE_NAME, data_dir), True
 
 
 class SVM(BenchmarkProblem):
@@ -97,8 +99,9 @@ class SVM(BenchmarkProblem):
 
     Args:
         path: A CT-slice CSV (full UCI file or the sample); default: the full file in
-            the data folder if present, else the 682-row sample there.
-        data_dir: Data folder (default: ``AXKD_DATA_DIR``).
+            the user's data folder if present, else the 682-row sample (the user's
+            copy, or the one shipped with the package).
+        data_dir: The user's data folder (default: ``AXKD_DATA_DIR``).
         n_rows: Rows drawn (half train, half test); at most the rows in the file.
         n_workers: Default worker processes for batches.
 

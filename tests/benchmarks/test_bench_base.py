@@ -1,4 +1,4 @@
-"""Input validation, worker pools, data-folder resolution and the registry."""
+"""Input validation, worker pools and the registry (data files: test_bench_datasets.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ax_kernel_discovery.benchmarks import (
     UnknownProblemError,
     get_problem,
 )
-from ax_kernel_discovery.benchmarks.base import BOUNDS_TOLERANCE, data_dir, data_file
+from ax_kernel_discovery.benchmarks.base import BOUNDS_TOLERANCE
 from ax_kernel_discovery.benchmarks.rover import Rover
 from ax_kernel_discovery.benchmarks.synthetic import Branin
 
@@ -122,8 +122,8 @@ def test_worker_pool_matches_sequential() -> None:
     np.testing.assert_array_equal(again, parallel)
 
 
-def test_worker_pool_matches_sequential_rover(data_dir) -> None:
-    problem = Rover(n_waypoints=30, data_dir=data_dir, n_workers=2)
+def test_worker_pool_matches_sequential_rover() -> None:
+    problem = Rover(n_waypoints=30, n_workers=2)
     problem.mp_context = "fork"
     with problem:
         X = np.random.default_rng(1).uniform(size=(6, 60))
@@ -132,9 +132,9 @@ def test_worker_pool_matches_sequential_rover(data_dir) -> None:
 
 
 @pytest.mark.slow
-def test_worker_pool_spawn(data_dir) -> None:
+def test_worker_pool_spawn() -> None:
     """The default start method (spawn) re-imports the package in each worker."""
-    with Rover(n_waypoints=30, data_dir=data_dir, n_workers=2) as problem:
+    with Rover(n_waypoints=30, n_workers=2) as problem:
         X = np.random.default_rng(2).uniform(size=(4, 60))
         parallel = problem.evaluate(X)
     np.testing.assert_array_equal(parallel, problem.evaluate(X, n_workers=1))
@@ -146,42 +146,6 @@ def test_unpicklable_problem_falls_back_to_sequential() -> None:
     with pytest.warns(RuntimeWarning, match="quad3: cannot be pickled"):
         y = problem.evaluate(X, n_workers=2)
     np.testing.assert_array_equal(y, [3.0, 3.0, 3.0])
-
-
-# -------------------------------------------------------------------- data dir
-def test_data_dir_missing_setting_gives_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AXKD_DATA_DIR", raising=False)
-    with pytest.raises(FileNotFoundError) as info:
-        data_dir()
-    msg = str(info.value)
-    assert "AXKD_DATA_DIR" in msg and "data_dir=" in msg
-    assert "dna.scale.gz" in msg and "csie.ntu.edu.tw" in msg  # says where to get the data
-
-
-def test_problem_without_data_dir_gives_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AXKD_DATA_DIR", raising=False)
-    with pytest.raises(FileNotFoundError, match="AXKD_DATA_DIR"):
-        Rover()
-
-
-def test_data_dir_nonexistent(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = tmp_path / "nope"
-    with pytest.raises(FileNotFoundError, match="does not exist") as info:
-        data_dir(missing)
-    assert "data_dir argument" in str(info.value)
-    monkeypatch.setenv("AXKD_DATA_DIR", str(missing))
-    with pytest.raises(FileNotFoundError, match="from AXKD_DATA_DIR"):
-        data_dir()
-
-
-def test_data_dir_resolution_order(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env_dir = tmp_path / "env"
-    env_dir.mkdir()
-    monkeypatch.setenv("AXKD_DATA_DIR", str(env_dir))
-    assert data_dir() == env_dir
-    assert data_dir(tmp_path) == tmp_path  # explicit wins
-    with pytest.raises(FileNotFoundError, match="'rover_obstacle_centers.txt' not found"):
-        data_file("rover_obstacle_centers.txt")
 
 
 # --------------------------------------------------------------------- registry
@@ -211,8 +175,8 @@ def test_get_problem_unknown_name_lists_valid_names() -> None:
     assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
 
 
-def test_get_problem_builds_with_kwargs(data_dir) -> None:
-    rover = get_problem("rover60", data_dir=data_dir)
+def test_get_problem_builds_with_kwargs() -> None:
+    rover = get_problem("rover60")
     assert (rover.name, rover.dim, rover.minimize) == ("rover60", 60, False)
     branin = get_problem("Branin100", seed=3)
     assert isinstance(branin, Branin) and branin.dim == 100 and branin.seed == 3

@@ -11,19 +11,19 @@ from ax_kernel_discovery.benchmarks.base import MissingDependencyError
 from ax_kernel_discovery.benchmarks.humanoid import Humanoid, mujoco_available
 
 
-def test_missing_gymnasium_gives_clear_error(monkeypatch: pytest.MonkeyPatch, data_dir) -> None:
+def test_missing_gymnasium_gives_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gymnasium", None)  # import gymnasium -> ImportError
     assert not mujoco_available()
     with pytest.raises(MissingDependencyError, match=r"gymnasium\[mujoco\]"):
-        Humanoid(data_dir=data_dir)
+        Humanoid()
 
 
 needs_mujoco = pytest.mark.skipif(not mujoco_available(), reason="gymnasium[mujoco] not installed")
 
 
 @pytest.fixture
-def humanoid(data_dir) -> Humanoid:
-    return Humanoid(data_dir=data_dir)
+def humanoid() -> Humanoid:
+    return Humanoid()
 
 
 @needs_mujoco
@@ -45,8 +45,8 @@ def test_zero_policy_finite_and_deterministic(humanoid: Humanoid) -> None:
 
 
 @needs_mujoco
-def test_rollouts_and_seed(data_dir) -> None:
-    two = Humanoid(data_dir=data_dir, n_rollouts=2, seed=3, max_steps=50)
+def test_rollouts_and_seed() -> None:
+    two = Humanoid(n_rollouts=2, seed=3, max_steps=50)
     W = two.ars_policy
     r3, steps3 = two.rollout(W, 3)
     r4, _ = two.rollout(W, 4)

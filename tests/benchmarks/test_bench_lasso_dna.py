@@ -9,8 +9,8 @@ from ax_kernel_discovery.benchmarks.lasso_dna import VALUE_AT_ZERO_LASSOBENCH, L
 
 
 @pytest.fixture
-def lasso(data_dir) -> LassoDNA:
-    return LassoDNA(data_dir=data_dir)
+def lasso() -> LassoDNA:
+    return LassoDNA()
 
 
 def test_metadata(lasso: LassoDNA) -> None:
@@ -53,7 +53,8 @@ def test_out_of_bounds_named(lasso: LassoDNA) -> None:
         lasso.evaluate(x)
 
 
-def test_celer_solver_reproduces_lassobench(data_dir) -> None:
+@pytest.mark.slow  # a cross-check against an optional solver, not in any extra of the package
+def test_celer_solver_reproduces_lassobench() -> None:
     pytest.importorskip("celer")
-    value = LassoDNA(data_dir=data_dir, solver="celer").evaluate_one(np.zeros(180))
+    value = LassoDNA(solver="celer").evaluate_one(np.zeros(180))
     assert value == pytest.approx(VALUE_AT_ZERO_LASSOBENCH, abs=1e-4)

@@ -19,8 +19,8 @@ def to_unit(waypoints: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture
-def rover100(data_dir) -> Rover:
-    return Rover(n_waypoints=50, data_dir=data_dir)
+def rover100() -> Rover:
+    return Rover(n_waypoints=50)
 
 
 @pytest.fixture
@@ -28,14 +28,14 @@ def centers(data_dir) -> np.ndarray:
     return np.loadtxt(data_dir / "rover_obstacle_centers.txt")
 
 
-def test_metadata(rover100: Rover, data_dir) -> None:
+def test_metadata(rover100: Rover) -> None:
     assert rover100.dim == 100 and rover100.name == "rover100"
     assert not rover100.minimize
     np.testing.assert_array_equal(rover100.lower, np.zeros(100))
     np.testing.assert_array_equal(rover100.upper, np.ones(100))
     assert "L1 miss penalty" in rover100.description
     assert "s = m - sqrt(2m)" in rover100.description
-    small = Rover(n_waypoints=30, data_dir=data_dir)
+    small = Rover(n_waypoints=30)
     assert small.dim == 60 and small.name == "rover60"
 
 
@@ -111,9 +111,9 @@ def test_diagonal_path_through_obstacles(rover100: Rover, centers: np.ndarray) -
     assert reward == pytest.approx(5.0 - analytic, abs=n_edges * 20.0 * step)
 
 
-def test_forced_endpoints_variant(data_dir, centers: np.ndarray) -> None:
+def test_forced_endpoints_variant(centers: np.ndarray) -> None:
     """With start/goal forced, the same diagonal gives the same reward (no miss cost)."""
-    forced = Rover(n_waypoints=50, data_dir=data_dir, endpoints="forced")
+    forced = Rover(n_waypoints=50, endpoints="forced")
     waypoints = np.linspace(START, GOAL, 50)
     assert forced.evaluate_one(to_unit(waypoints)) == pytest.approx(
         5.0 - _diagonal_cost_numeric(centers), abs=1e-9
@@ -122,7 +122,7 @@ def test_forced_endpoints_variant(data_dir, centers: np.ndarray) -> None:
     value = forced.evaluate_one(np.full(100, 0.5))
     assert -20.0 < value < 5.0
     with pytest.raises(ValueError, match="endpoints must be"):
-        Rover(data_dir=data_dir, endpoints="sometimes")  # type: ignore[arg-type]
+        Rover(endpoints="sometimes")  # type: ignore[arg-type]
 
 
 def test_deterministic_and_fast(rover100: Rover) -> None:
@@ -141,7 +141,7 @@ def test_coincident_waypoints_do_not_break_the_spline(rover100: Rover) -> None:
     assert np.isfinite(value)
 
 
-def test_values_of_the_authors_code(data_dir) -> None:
+def test_values_of_the_authors_code() -> None:
     """Pinned values from the authors' rover_utils.py logic, run outside this package.
 
     (``RoverDomain.estimate_cost`` with ``splprep(points, k=3)``, the large-domain costs,
@@ -150,26 +150,22 @@ def test_values_of_the_authors_code(data_dir) -> None:
     """
     rng = np.random.default_rng(12345)
     x100, x60 = rng.uniform(size=100), rng.uniform(size=60)
-    assert Rover(50, data_dir=data_dir).evaluate_one(x100) == pytest.approx(
-        -19.717816158443767, abs=1e-9
-    )
-    forced = Rover(50, data_dir=data_dir, endpoints="forced")
+    assert Rover(50).evaluate_one(x100) == pytest.approx(-19.717816158443767, abs=1e-9)
+    forced = Rover(50, endpoints="forced")
     assert forced.evaluate_one(x100) == pytest.approx(-3.4082049537179664, abs=1e-9)
-    assert Rover(30, data_dir=data_dir).evaluate_one(x60) == pytest.approx(
-        -18.975537929197337, abs=1e-9
-    )
+    assert Rover(30).evaluate_one(x60) == pytest.approx(-18.975537929197337, abs=1e-9)
 
 
-def test_interpolating_variant(data_dir) -> None:
+def test_interpolating_variant() -> None:
     """``smoothing=0`` passes through every waypoint; the default smooths."""
     rng = np.random.default_rng(0)
     waypoints = rng.uniform(-0.1, 1.1, size=(30, 2))
-    interp = Rover(30, data_dir=data_dir, smoothing=0.0)
+    interp = Rover(30, smoothing=0.0)
     path = interp.domain.trajectory(waypoints)
     np.testing.assert_allclose(path[0], waypoints[0], atol=1e-12)
     np.testing.assert_allclose(path[-1], waypoints[-1], atol=1e-12)
-    smooth = Rover(30, data_dir=data_dir).domain.trajectory(waypoints)
+    smooth = Rover(30).domain.trajectory(waypoints)
     assert np.abs(smooth[0] - waypoints[0]).max() > 1e-3
     assert "s=0" in interp.description
     with pytest.raises(ValueError, match="smoothing"):
-        Rover(30, data_dir=data_dir, smoothing=-1.0)
+        Rover(30, smoothing=-1.0)

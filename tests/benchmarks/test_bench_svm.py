@@ -9,8 +9,8 @@ from ax_kernel_discovery.benchmarks.svm import SVM, load_ct_slice
 
 
 @pytest.fixture
-def svm(data_dir) -> SVM:
-    return SVM(data_dir=data_dir)
+def svm() -> SVM:
+    return SVM()
 
 
 def test_sample_is_labelled(svm: SVM) -> None:
