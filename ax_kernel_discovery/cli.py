@@ -7,6 +7,7 @@ Usage::
         --budget 60 --batch 10 --out results/ --workers 2 [--executor local|dask]
     ax-kernel-discovery report results/ --out report/
     ax-kernel-discovery list
+    ax-kernel-discovery data [--data-dir DIR]
 
 A rerun of the same command continues interrupted runs from their checkpoints and
 skips finished ones. Bad input (unknown problem or method, ``budget < num_sobol``,
@@ -123,7 +124,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "model); --kd-config fields win",
     )
     p.add_argument(
-        "--data-dir", default=None, help="benchmark data folder (default: $AXKD_DATA_DIR)"
+        "--data-dir",
+        default=None,
+        help="folder of benchmark data files that replace the bundled ones "
+        "(default: $AXKD_DATA_DIR)",
     )
     p.add_argument("--device", default=None, help="torch device of the BO step (default cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -199,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--title", default=None, help="report title")
 
     sub.add_parser("list", help="list problems and methods")
+
+    data = sub.add_parser(
+        "data", help="the benchmark data files: where each is read from, checksum status"
+    )
+    data.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder of data files that replace the bundled ones (default: $AXKD_DATA_DIR)",
+    )
     return parser
 
 
@@ -331,6 +344,31 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.benchmarks.datasets import CT_SLICE_FULL, data_status
+
+    rows = data_status(args.data_dir)
+    console = _console()
+    console.print(
+        "benchmark data (shipped with the package; --data-dir or $AXKD_DATA_DIR replace "
+        "files by name):"
+    )
+    width = max(len(r.name) for r in rows)
+    for r in rows:
+        where = f"{r.origin}: {r.path}" if r.path is not None else r.note
+        console.print(f"  {r.name:<{width}}  {r.status:<9} {r.used_by}")
+        console.print(f"  {'':<{width}}  {'':<9} {where}")
+        if r.path is not None and r.note:
+            console.print(f"  {'':<{width}}  {'':<9} {r.note}")
+    if not any(r.name.startswith("slice_localization_data") for r in rows):
+        console.print(f"svm runs on the 682-row sample. For the {CT_SLICE_FULL}.")
+    bad = [r.name for r in rows if r.status in ("mismatch", "missing")]
+    if bad:
+        _console(stderr=True).print(f"error: {', '.join(bad)}: missing or not the published file")
+        return EXIT_RUN_FAILED
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ax-kernel-discovery`` console script; returns the exit status."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -357,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "study": _cmd_study,
         "report": _cmd_report,
         "list": _cmd_list,
+        "data": _cmd_data,
     }
     try:
         return commands[args.command](args)

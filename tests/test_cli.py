@@ -133,3 +133,34 @@ def test_llm_option_sets_the_llm_proposer() -> None:
     assert settings["kd_config"]["llm_model"] == "local"
     api = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
     assert isinstance(api, LLMProposer) and api.conversion_style == "class"  # auto
+
+
+def test_data_lists_each_file_its_origin_and_checksum(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from ax_kernel_discovery.benchmarks.datasets import DATA_FILES
+
+    assert main(["data"]) == 0
+    out = capsys.readouterr().out
+    for name in DATA_FILES:
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(name))
+        assert " ok " in line
+    assert out.count("package: ") == len(DATA_FILES)
+    assert "slice_localization_data.csv" in out and "AXKD_DATA_DIR" in out  # the full file
+    (tmp_path / "dna.scale.gz").write_bytes(b"not the published file")
+    assert main(["data", "--data-dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    line = next(ln for ln in captured.out.splitlines() if ln.strip().startswith("dna.scale.gz"))
+    assert "mismatch" in line and str(tmp_path / "dna.scale.gz") in captured.out
+    assert "dna.scale.gz" in captured.err
+    assert main(["data", "--data-dir", str(tmp_path / "nope")]) == EXIT_USER_ERROR
+
+
+def test_bo_run_with_bundled_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's fresh-clone check: a BO run on Rover with no data setting."""
+    monkeypatch.delenv("AXKD_DATA_DIR", raising=False)
+    argv = ["run", "--problem", "rover60", "--method", "rbf", "--budget", "24", "--batch", "2"]
+    argv += ["--num-restarts", "1", "--raw-samples", "32", "--maxiter", "20"]
+    assert main([*argv, "--out", str(tmp_path), "--no-progress"]) == 0
+    result = json.loads((tmp_path / "rover60__rbf__seed0.json").read_text())
+    assert result["status"] == "complete" and result["n_evaluations"] == 24
