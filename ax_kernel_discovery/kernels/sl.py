@@ -13,6 +13,15 @@ from gpytorch.priors import LogNormalPrior, NormalPrior
 from ax_kernel_discovery.kernels.priors import clamp_unit, dim_scaled_lengthscale_kwargs
 
 
+# Prior closures are module-level functions, not lambdas, so that the kernel pickles.
+def _global_scale(module: SphericalLinearKernel) -> torch.Tensor:
+    return module.global_scale
+
+
+def _raw_weights(module: SphericalLinearKernel) -> torch.Tensor:
+    return module.raw_weights
+
+
 def _set_global_scale(module: SphericalLinearKernel, value: torch.Tensor) -> None:
     value = torch.as_tensor(value).to(module.raw_global_scale)
     module.initialize(raw_global_scale=module.raw_global_scale_constraint.inverse_transform(value))
@@ -59,12 +68,12 @@ class SphericalLinearKernel(Kernel):
         self.register_prior(
             "global_scale_prior",
             LogNormalPrior(log(3.0), 1.0),
-            lambda m: m.global_scale,
+            _global_scale,
             _set_global_scale,
         )
         self.register_parameter("raw_weights", torch.nn.Parameter(torch.zeros(*batch, 2)))
         # keeps the softmax away from saturation (the constant part trades off with the GP mean)
-        self.register_prior("raw_weights_prior", NormalPrior(0.0, 1.0), lambda m: m.raw_weights)
+        self.register_prior("raw_weights_prior", NormalPrior(0.0, 1.0), _raw_weights)
 
     @property
     def global_scale(self) -> torch.Tensor:

@@ -46,6 +46,14 @@ class WarpedKernel(Kernel):
             :func:`warp_output_dim` dimensions).
         warp: One of ``identity``, ``tanh``, ``arctan``, ``kumaraswamy``, ``spherical``.
         dim: Input dimension D.
+        **kwargs: Passed to :class:`gpytorch.kernels.Kernel` (``batch_shape``: the warp
+            parameters get this batch shape; build ``base_kernel`` with the same one).
+
+    Example:
+        >>> from ax_kernel_discovery.kernels import DimScaledRBFKernel
+        >>> k = WarpedKernel(DimScaledRBFKernel(ard_num_dims=5), warp="tanh", dim=5)
+        >>> k(torch.rand(4, 5)).shape
+        torch.Size([4, 4])
     """
 
     formula: ClassVar[str] = "k(x, x') = k0(phi(x), phi(x'))"
@@ -56,16 +64,17 @@ class WarpedKernel(Kernel):
         self.base_kernel = base_kernel
         self.warp = warp
         self.dim = int(dim)
+        batch = self.batch_shape
         if warp in ("tanh", "arctan", "spherical"):
-            self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(1)))
+            self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(*batch, 1)))
             self.register_constraint("raw_c", Positive())
             init = 2.0 if warp != "spherical" else 3.0
             self.raw_c.data.fill_(
                 float(self.raw_c_constraint.inverse_transform(torch.tensor(init)))
             )
         elif warp == "kumaraswamy":
-            self.register_parameter("raw_a", torch.nn.Parameter(torch.zeros(self.dim)))
-            self.register_parameter("raw_b", torch.nn.Parameter(torch.zeros(self.dim)))
+            self.register_parameter("raw_a", torch.nn.Parameter(torch.zeros(*batch, self.dim)))
+            self.register_parameter("raw_b", torch.nn.Parameter(torch.zeros(*batch, self.dim)))
             self.register_constraint("raw_a", Interval(0.2, 5.0))
             self.register_constraint("raw_b", Interval(0.2, 5.0))
             # start at the identity map (a = b = 1)
@@ -76,16 +85,17 @@ class WarpedKernel(Kernel):
                 )
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
-        """The input warp."""
+        """The input warp, ``(..., N, D) -> (..., N, D')`` (batched warp parameters broadcast)."""
         x = clamp_unit(x)
         if self.warp == "identity":
             return x
         if self.warp == "kumaraswamy":
-            a = self.raw_a_constraint.transform(self.raw_a)
-            b = self.raw_b_constraint.transform(self.raw_b)
+            # (*batch, D) -> (*batch, 1, D)
+            a = self.raw_a_constraint.transform(self.raw_a).unsqueeze(-2)
+            b = self.raw_b_constraint.transform(self.raw_b).unsqueeze(-2)
             xc = x.clamp(_EPS, 1.0 - _EPS)
             return 1.0 - (1.0 - xc.pow(a)).clamp_min(_EPS).pow(b)
-        c = self.raw_c_constraint.transform(self.raw_c)
+        c = self.raw_c_constraint.transform(self.raw_c).unsqueeze(-1)  # (*batch, 1, 1)
         if self.warp == "tanh":
             return torch.tanh(c * (x - 0.5))
         if self.warp == "arctan":

@@ -8,10 +8,8 @@ from gpytorch.kernels import Kernel
 
 from ax_kernel_discovery.expression import LEAVES, build_kernel, leaf
 from ax_kernel_discovery.kernels import (
-    BOCKKernel,
     DimScaledMatern52Kernel,
     DimScaledRBFKernel,
-    SphericalLinearKernel,
     dim_scaled_lengthscale_prior,
 )
 from ax_kernel_discovery.kernels.warped import WARP_FORMULAS
@@ -81,34 +79,3 @@ def test_dim_scaled_prior_matches_paper() -> None:
     assert rbf.lengthscale.shape == (1, 100)
     assert rbf.lengthscale[0, 0].item() == pytest.approx(prior.mode.item(), rel=1e-6)
     assert DimScaledMatern52Kernel(ard_num_dims=3).nu == 2.5
-
-
-def test_bock_is_radial_times_angular() -> None:
-    k = BOCKKernel(ard_num_dims=4).double()
-    centre = torch.full((1, 4), 0.5, dtype=torch.float64)
-    # points on the same ray from the centre have the same direction: angular term = sum(w)
-    a = centre + 0.2 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
-    b = centre + 0.4 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
-    opposite = centre - 0.2 * torch.tensor([[1.0, 0, 0, 0]], dtype=torch.float64)
-    k_same, k_opp = k(a, b).to_dense().item(), k(a, opposite).to_dense().item()
-    # opposite directions with equal radii: radial term 1, angular sum_p w_p (-1)^p
-    w = k.angular_weights.detach()
-    assert k_opp == pytest.approx(float(w[0] - w[1] + w[2]), rel=1e-6)
-    assert k(a, a).to_dense().item() == pytest.approx(float(w.sum()), rel=1e-6)
-    assert k_same < k(a, a).to_dense().item()
-
-
-def test_sl_lives_on_the_sphere() -> None:
-    k = SphericalLinearKernel(ard_num_dims=5).double()
-    z = k._project(_x(10, 5))
-    assert torch.allclose(z.norm(dim=-1), torch.ones(10, dtype=torch.float64))
-    w0, w1 = k.weights.detach()
-    diag = k(_x(3, 5), _x(3, 5)).to_dense().diagonal().detach()
-    assert torch.allclose(diag, torch.full((3,), float(w0 + w1), dtype=torch.float64))
-    # far-apart points are less similar than identical ones
-    far = (
-        k(torch.zeros(1, 5, dtype=torch.float64), torch.ones(1, 5, dtype=torch.float64))
-        .to_dense()
-        .item()
-    )
-    assert far < float(w0 + w1)

@@ -1,0 +1,74 @@
+"""GPyTorch's kernel contract for :class:`WarpedKernel` with every warp, and the warps."""
+
+from __future__ import annotations
+
+import math
+import unittest
+from typing import Any
+
+import torch
+
+from ax_kernel_discovery.kernels import DimScaledMatern52Kernel, WarpedKernel
+from ax_kernel_discovery.kernels.warped import warp_output_dim
+from ax_kernel_discovery.testing import KernelContractMixin
+
+
+class _WarpedContract:
+    """A Matern-5/2 (ARD, dimension-scaled prior) on warped inputs, batched throughout."""
+
+    warp: str
+    data_dim = 2
+
+    def create_kernel_for_dim(self, dim: int, **kwargs: Any) -> WarpedKernel:
+        batch_shape = kwargs.get("batch_shape", torch.Size([]))
+        base = DimScaledMatern52Kernel(
+            ard_num_dims=warp_output_dim(self.warp, dim), batch_shape=batch_shape
+        )
+        return WarpedKernel(base, warp=self.warp, dim=dim, **kwargs)
+
+    def test_batched_warp_parameters_are_indexed(self) -> None:
+        kernel = self.create_kernel_for_dim(3, batch_shape=torch.Size([3, 2]))
+        with torch.no_grad():
+            for _, p in kernel.named_parameters():
+                p.add_(torch.randn_like(p))
+        x = torch.rand(3, 2, 5, 3)
+        full = kernel(x).to_dense()
+        for i in range(3):
+            for j in range(2):
+                one = kernel[i, j]
+                self.assertEqual(one.batch_shape, torch.Size([]))  # type: ignore[attr-defined]
+                self.assertAllClose(one(x[i, j]).to_dense(), full[i, j])  # type: ignore[attr-defined]
+
+
+class TestWarpedKernelTanh(_WarpedContract, KernelContractMixin, unittest.TestCase):
+    warp = "tanh"
+
+
+class TestWarpedKernelArctan(_WarpedContract, KernelContractMixin, unittest.TestCase):
+    warp = "arctan"
+
+
+class TestWarpedKernelKumaraswamy(_WarpedContract, KernelContractMixin, unittest.TestCase):
+    warp = "kumaraswamy"
+
+
+class TestWarpedKernelSpherical(_WarpedContract, KernelContractMixin, unittest.TestCase):
+    warp = "spherical"
+
+
+def test_warps_match_their_formulas() -> None:
+    x = torch.rand(6, 4, dtype=torch.float64)
+    identity = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=4), "identity", dim=4).double()
+    torch.testing.assert_close(identity.phi(x), x)
+    tanh = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=4), "tanh", dim=4).double()
+    c = tanh.raw_c_constraint.transform(tanh.raw_c).item()
+    torch.testing.assert_close(tanh.phi(x), torch.tanh(c * (x - 0.5)))
+    kuma = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=4), "kumaraswamy", dim=4).double()
+    torch.testing.assert_close(kuma.phi(x), x, atol=1e-5, rtol=0)  # starts at a = b = 1
+    sph = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=5), "spherical", dim=4).double()
+    z = sph.phi(x)
+    assert z.shape == (6, 5)
+    torch.testing.assert_close(z.norm(dim=-1), torch.ones(6, dtype=torch.float64))
+    c = sph.raw_c_constraint.transform(sph.raw_c).item()
+    u = c * (x - 0.5) / math.sqrt(4)
+    torch.testing.assert_close(z[:, :4], 2 * u / (1 + u.pow(2).sum(-1, keepdim=True)))
