@@ -61,46 +61,59 @@ def main(argv: list[str] | None = None) -> None:
         strategy._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
     )
 
-    def run_batch(q: int) -> None:
-        trials: dict = {}
-        while len(trials) < q:  # Ax hands out a single trial at the Sobol -> BO transition
-            trials.update(client.get_next_trials(max_trials=q - len(trials)))
+    def evaluate(trials: dict) -> None:
         for index, params in trials.items():
             x = np.array([[params[f"x{i}"] for i in range(args.dim)]])
             client.complete_trial(index, raw_data={"hartmann6": float(problem.evaluate(x)[0])})
+
+    def ask_bo(q: int) -> dict:
+        # Ax sizes a request by the node it is on *before* it moves on: at the Sobol -> BO
+        # hand-over the spent Sobol node allows no more trials, so get_next_trials(q) would
+        # return one trial and warn. Letting the strategy move on first (a public
+        # GenerationStrategy method) gets the whole batch from the BO node.
+        strategy.current_generator_run_limit()
+        trials = client.get_next_trials(max_trials=q)
+        assert len(trials) == q, f"asked Ax for {q} trials, got {len(trials)}"
+        return trials
 
     def best() -> float:
         df = client._experiment.lookup_data().df
         return float(df["mean"].min())
 
     print(
-        f"Hartmann-6 in {args.dim}-D (optimum {problem.optimum:.4f}); {args.sobol} Sobol points, "
-        f"{args.rounds} rounds of {args.batch}; torch threads = {torch.get_num_threads()}"
+        f"Hartmann-6 in {args.dim}-D (optimum {problem.optimum:.4f}): {args.sobol} Sobol points, "
+        f"then {args.rounds} BO rounds of {args.batch}; torch threads = {torch.get_num_threads()}"
     )
-    run_batch(args.sobol)
+    evaluate(client.get_next_trials(max_trials=args.sobol))  # the whole Sobol design
     print(f"Sobol: best {best():.4f}")
     for _ in range(args.rounds):
         t0 = time.perf_counter()
-        run_batch(args.batch)
+        evaluate(ask_bo(args.batch))
         rec = surrogate.history[-1]
         print(
-            f"round {rec.round:2d}  n={rec.n:3d}  chose {rec.chosen:<40s} LOO-CRPS {rec.chosen_score:.4f}  "
-            f"population {len(rec.population):2d}  accepted {len(rec.accepted)}/{len(rec.proposed)}  "
-            f"best {best():.4f}  ({time.perf_counter() - t0:.0f}s)"
+            f"round {rec.round}  n={rec.n:3d}  chose {short(rec.chosen, 30):<30s}  "
+            f"LOO-CRPS {rec.chosen_score:.4f}  kept {len(rec.population):2d}  "
+            f"new {len(rec.accepted)}/{len(rec.proposed)}  best {best():.4f}  "
+            f"{time.perf_counter() - t0:3.0f}s"
         )
 
-    print("\n=== summary ===")
-    print(
-        f"best value {best():.4f} after {len(client._experiment.trials)} evaluations (optimum {problem.optimum:.4f})"
-    )
-    print("kernels chosen:", dict(Counter(r.chosen for r in surrogate.history)))
+    print(f"\nbest value {best():.4f} after {len(client._experiment.trials)} evaluations")
+    chosen = Counter(short(r.chosen, 30) for r in surrogate.history)
+    print("kernels chosen:", ", ".join(f"{name} x{count}" for name, count in chosen.items()))
     rejected = Counter(r.stage for rec in surrogate.history for r in rec.rejected)
-    print("rejections by stage:", dict(rejected) or "none")
-    print("final population (best first):")
-    for m in surrogate.population:
-        print(f"  {m.score:8.4f}  {m.origin:8s}  {m.name}")
+    print("rejected proposals by stage:", dict(rejected) or "none")
+    members = list(surrogate.population)
+    print(f"population, best {min(5, len(members))} of {len(members)} (LOO-CRPS, origin, name):")
+    for m in members[:5]:
+        print(f"  {m.score:7.4f}  {m.origin:8s}  {short(m.name, 60)}")
     top = surrogate.population.best()
-    print(f"\nbest kernel: {top.name}\n  {top.formula}")
+    print(f"best kernel {top.name}:\n  {short(top.formula, 220)}")
+
+
+def short(text: str | None, width: int) -> str:
+    """``text`` cut to ``width`` characters (the offline operator's names can be long)."""
+    text = str(text)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 if __name__ == "__main__":
