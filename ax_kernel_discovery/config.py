@@ -145,6 +145,27 @@ class KernelDiscoveryConfig(BaseModel):
         "offline kernels) as their exact sum/product instead of a conversion call; compositions "
         "with LLM-written members are always converted",
     )
+    proposal_format: Literal["auto", "expression", "code"] = Field(
+        "auto",
+        description="what the LLM proposer returns: expression (JSON expression trees in the "
+        "package's kernel grammar plus a one-line rationale, decoding constrained by a JSON "
+        "schema where the backend supports it; no conversion call), code (the paper's free-form "
+        "formulas converted to code, or direct code); auto: expression for llm_model='local', "
+        "code otherwise (see docs/llm.md)",
+    )
+    feedback_rounds: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="the LLM discovery prompt lists the rejections (duplicate, not PSD, shape, "
+        "...) and struck kernels of this many past rounds; 0: none",
+    )
+    offline_grammar: Literal["classic", "extended"] = Field(
+        "classic",
+        description="what the offline operator draws from: classic (its original leaves and "
+        "warps; the default, unchanged proposals) or extended (also the feature maps bezier, "
+        "radius, direction, the inverse multiquadric and a cubic polynomial feature)",
+    )
     conversion_style: Literal["auto", "class", "function", "pair"] = Field(
         "auto",
         description="auto: pair for llm_model='local', class otherwise; "
@@ -173,6 +194,12 @@ class KernelDiscoveryConfig(BaseModel):
                 "(Kernel classes) or 'pair' (covariance(x, y, p) functions), got 'function'"
             )
         return self
+
+    def resolved_proposal_format(self) -> Literal["expression", "code"]:
+        """``proposal_format`` with ``auto`` resolved: expression for the local model."""
+        if self.proposal_format != "auto":
+            return self.proposal_format
+        return "expression" if self.llm_model == "local" else "code"
 
     def resolved_device(self) -> str:
         """The torch device string to run on."""

@@ -5,9 +5,19 @@ trees, so that a kernel is data (serializable, hashable, printable as a formula)
 is built only from the package's own trusted modules:
 
 * leaf: ``{"kernel": "matern52", "warp": "tanh", "ard": true}``
-* sum / product: ``{"op": "sum" | "product", "args": [tree, tree]}``
+* sum / product: ``{"op": "sum" | "product", "args": [tree, tree, ...]}``
 
-Each summand gets its own output scale; a product gets one for the whole product.
+Each summand gets its own output scale (so a sum inside a product has scaled
+sub-terms); a product gets one for the whole product.
+
+The grammar has two tiers. The **classic** leaves and warps are what the offline
+evolution operator draws from by default (:data:`CLASSIC_LEAVES`, :data:`CLASSIC_WARPS`);
+the **extended** grammar adds the inverse multiquadric, a cubic polynomial, a
+projected cosine and the dimension-changing feature maps ``bezier``, ``radius`` and
+``direction`` (:mod:`ax_kernel_discovery.kernels.feature_maps`), so that the kernels
+the paper reports as discovered can be written as trees (:data:`PAPER_KERNELS`). Every
+tree of either tier is PSD by construction: sums and products of PSD kernels, and PSD
+kernels of deterministic feature maps.
 """
 
 from __future__ import annotations
@@ -37,6 +47,13 @@ from ax_kernel_discovery.kernels import (
     SphericalLinearKernel,
     WarpedKernel,
 )
+from ax_kernel_discovery.kernels.cosine import ProjectedCosineKernel
+from ax_kernel_discovery.kernels.feature_maps import (
+    FEATURE_MAP_FORMULAS,
+    FeatureMapKernel,
+    feature_map_output_dim,
+)
+from ax_kernel_discovery.kernels.imq import DimScaledIMQKernel
 from ax_kernel_discovery.kernels.priors import dim_scaled_lengthscale_kwargs
 from ax_kernel_discovery.kernels.warped import WARP_FORMULAS, warp_output_dim
 
@@ -49,6 +66,10 @@ def _matern32(dim: int) -> Kernel:
 
 def _poly2(dim: int) -> Kernel:
     return PolynomialKernel(power=2)
+
+
+def _poly3(dim: int) -> Kernel:
+    return PolynomialKernel(power=3)
 
 
 #: Leaf kernels: name -> (ARD factory, readable formula of k0(u, u')).
@@ -68,10 +89,31 @@ LEAVES: dict[str, tuple[Callable[[int], Kernel], str]] = {
         DimScaledPeriodicKernel.formula,
     ),
     "poly2": (_poly2, "(u^T u' + c)^2"),
+    # extended grammar (not drawn by the offline operator unless asked for)
+    "imq": (lambda d: DimScaledIMQKernel(ard_num_dims=d), "(1 + |u - u'|^2_l)^(-1/2)"),
+    "poly3": (_poly3, "(u^T u' + c)^3"),
+    "cosine": (
+        lambda d: ProjectedCosineKernel(ard_num_dims=d),
+        "cos(2 pi sum_d (u_d - u'_d) / p_d)",
+    ),
 }
+
+#: Leaves of the classic grammar (what the offline operator draws from by default).
+CLASSIC_LEAVES: tuple[str, ...] = (
+    "rbf", "matern52", "matern32", "rq", "bock", "sl", "linear", "periodic", "poly2",
+)  # fmt: skip
+
+#: Input maps of a leaf: the monotone warps of WarpedKernel and the feature maps.
+WARPS: dict[str, str] = {**WARP_FORMULAS, **FEATURE_MAP_FORMULAS}
+
+#: Warps of the classic grammar.
+CLASSIC_WARPS: tuple[str, ...] = tuple(WARP_FORMULAS)
 
 #: Stationary distance kernels whose base function can be swapped, and that can be isotropic.
 DISTANCE_KERNELS: tuple[str, ...] = ("rbf", "matern52", "matern32", "rq")
+
+#: Distance kernels of the extended grammar (the base-function swap may also pick these).
+EXTENDED_DISTANCE_KERNELS: tuple[str, ...] = (*DISTANCE_KERNELS, "imq")
 
 _ISOTROPIC: dict[str, Callable[[int], Kernel]] = {
     "rbf": lambda d: RBFKernel(**dim_scaled_lengthscale_kwargs(d)),
@@ -89,13 +131,20 @@ def leaf(kernel: str, warp: str = "identity", ard: bool = True) -> Spec:
 
 
 def validate_spec(spec: Spec, depth: int = 0) -> None:
-    """Raise ``ValueError`` with a clear reason if ``spec`` is not a valid tree."""
+    """Raise ``ValueError`` with a clear reason if ``spec`` is not a valid tree.
+
+    This is the grammar's validator: anything built from a tree (LLM replies included)
+    passes it first. It never raises anything but ``ValueError``, whatever the input.
+    """
     if depth > 8:
         raise ValueError("kernel expression is nested too deeply (max depth 8)")
     if not isinstance(spec, dict):
         raise ValueError(f"kernel expression node must be a dict, got {type(spec).__name__}")
     if "op" in spec:
-        if spec["op"] not in ("sum", "product"):
+        extra = sorted(set(map(str, spec)) - _OP_KEYS)
+        if extra:
+            raise ValueError(f"unknown field(s) {extra} in an operator node; use 'op' and 'args'")
+        if not isinstance(spec["op"], str) or spec["op"] not in ("sum", "product"):
             raise ValueError(f"unknown operator {spec['op']!r}; use 'sum' or 'product'")
         args = spec.get("args")
         if not isinstance(args, list) or len(args) < 2:
@@ -103,12 +152,39 @@ def validate_spec(spec: Spec, depth: int = 0) -> None:
         for arg in args:
             validate_spec(arg, depth + 1)
         return
-    if spec.get("kernel") not in LEAVES:
-        raise ValueError(f"unknown kernel {spec.get('kernel')!r}; choose from {sorted(LEAVES)}")
-    if spec.get("warp", "identity") not in WARP_FORMULAS:
-        raise ValueError(f"unknown warp {spec.get('warp')!r}; choose from {sorted(WARP_FORMULAS)}")
-    if not spec.get("ard", True) and spec["kernel"] not in DISTANCE_KERNELS:
+    extra = sorted(set(map(str, spec)) - _LEAF_KEYS)
+    if extra:
+        raise ValueError(f"unknown field(s) {extra} in a leaf; use 'kernel', 'warp' and 'ard'")
+    kernel = spec.get("kernel")
+    if not isinstance(kernel, str) or kernel not in LEAVES:
+        raise ValueError(f"unknown kernel {kernel!r}; choose from {sorted(LEAVES)}")
+    warp = spec.get("warp", "identity")
+    if not isinstance(warp, str) or warp not in WARPS:
+        raise ValueError(f"unknown warp {warp!r}; choose from {sorted(WARPS)}")
+    ard = spec.get("ard", True)
+    if not isinstance(ard, bool):
+        raise ValueError(f"'ard' must be true or false, got {ard!r}")
+    if not ard and kernel not in DISTANCE_KERNELS:
         raise ValueError(f"only {DISTANCE_KERNELS} can be isotropic (ard=false)")
+
+
+_OP_KEYS = frozenset({"op", "args"})
+_LEAF_KEYS = frozenset({"kernel", "warp", "ard"})
+
+
+def canonical(spec: Spec) -> Spec:
+    """A copy of a valid spec with every leaf's defaults written out (``warp``, ``ard``).
+
+    ``{"kernel": "rbf"}`` and ``{"kernel": "rbf", "warp": "identity", "ard": true}``
+    are the same kernel; after this they also have the same candidate key.
+    """
+    if "op" in spec:
+        return {"op": spec["op"], "args": [canonical(a) for a in spec["args"]]}
+    return {
+        "kernel": spec["kernel"],
+        "warp": spec.get("warp", "identity"),
+        "ard": spec.get("ard", True),
+    }
 
 
 def _build(spec: Spec, dim: int) -> Kernel:
@@ -118,10 +194,15 @@ def _build(spec: Spec, dim: int) -> Kernel:
             return AdditiveKernel(*[p if isinstance(p, ScaleKernel) else _scaled(p) for p in parts])
         return ProductKernel(*parts)
     warp = spec.get("warp", "identity")
-    in_dim = warp_output_dim(warp, dim)
+    feature_map = warp in FEATURE_MAP_FORMULAS
+    in_dim = feature_map_output_dim(warp, dim) if feature_map else warp_output_dim(warp, dim)
     name = spec["kernel"]
     base = LEAVES[name][0](in_dim) if spec.get("ard", True) else _ISOTROPIC[name](in_dim)
-    return base if warp == "identity" else WarpedKernel(base, warp=warp, dim=dim)
+    if warp == "identity":
+        return base
+    if feature_map:
+        return FeatureMapKernel(base, feature_map=warp, dim=dim)
+    return WarpedKernel(base, warp=warp, dim=dim)
 
 
 def _scaled(kernel: Kernel) -> ScaleKernel:
@@ -150,7 +231,7 @@ def formula(spec: Spec) -> str:
                 return "(" + " + ".join(f"s{i + 1} * {t}" for i, t in enumerate(inner)) + ")"
             return " x ".join(inner)
         warp = node.get("warp", "identity")
-        arg = "x" if warp == "identity" else WARP_FORMULAS[warp]
+        arg = "x" if warp == "identity" else WARPS[warp]
         iso = "" if node.get("ard", True) else ", isotropic, |.| / sqrt(D)"
         return f"{node['kernel'].upper()}[u = {arg}{iso}]"
 
@@ -192,3 +273,46 @@ def short_name(spec: Spec) -> str:
     if not spec.get("ard", True):
         name += "~iso"
     return name
+
+
+#: The kernels Yun, Shin et al. report as discovered, written in the extended grammar
+#: (our readings; see ``tests/kernel_corpus`` for hand-written versions of the same).
+PAPER_KERNELS: dict[str, Spec] = {
+    # Matern-5/2 x (tanh-polynomial + RQ)
+    "matern52_x_tanhpoly_plus_rq": {
+        "op": "product",
+        "args": [
+            {"kernel": "matern52", "warp": "identity", "ard": True},
+            {
+                "op": "sum",
+                "args": [
+                    {"kernel": "poly2", "warp": "tanh", "ard": True},
+                    {"kernel": "rq", "warp": "identity", "ard": True},
+                ],
+            },
+        ],
+    },
+    # RQ + polynomial of a Bezier-projected coordinate
+    "rq_plus_bezier_poly": {
+        "op": "sum",
+        "args": [
+            {"kernel": "rq", "warp": "identity", "ard": True},
+            {"kernel": "poly2", "warp": "bezier", "ard": True},
+        ],
+    },
+    # RQ + spherical x Matern-5/2 + periodic of a warped radius (the appendix composite)
+    "rq_spherical_matern52_warped_periodic": {
+        "op": "sum",
+        "args": [
+            {"kernel": "rq", "warp": "identity", "ard": True},
+            {
+                "op": "product",
+                "args": [
+                    {"kernel": "sl", "warp": "identity", "ard": True},
+                    {"kernel": "matern52", "warp": "identity", "ard": True},
+                ],
+            },
+            {"kernel": "periodic", "warp": "radius", "ard": True},
+        ],
+    },
+}

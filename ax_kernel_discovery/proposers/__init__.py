@@ -16,7 +16,7 @@ __all__ = ["MemberSummary", "OfflineEvolutionProposer", "Proposal", "Proposer", 
 def make_proposer(config: KernelDiscoveryConfig) -> Proposer:
     """The proposer named by ``config.proposer``."""
     if config.proposer in ("offline", "none"):
-        return OfflineEvolutionProposer(seed=config.seed)
+        return OfflineEvolutionProposer(seed=config.seed, grammar=config.offline_grammar)
     from ax_kernel_discovery.proposers.llm import proposer_from_config
 
     return proposer_from_config(config)

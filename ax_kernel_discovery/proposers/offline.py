@@ -9,6 +9,12 @@ Each round it makes new kernels from the population's expression trees by
   polynomial feature map of the inner product :math:`(u^\\top u' + c)^2`;
 * **composition** of two members: sum or product (the paper's composition call).
 
+With ``grammar="extended"`` (config ``offline_grammar``) the same operations also draw
+the extended grammar of :mod:`ax_kernel_discovery.expression`: the feature maps
+``bezier``, ``radius`` and ``direction`` as warps, the inverse multiquadric in the
+base-function swap, and a cubic polynomial feature. The default, ``"classic"``, makes
+exactly the proposals it made before the grammar was extended (same random draws).
+
 Every operation maps PSD kernels to PSD kernels, so the results are PSD by
 construction (they are still validated). The operator is deterministic given its seed
 and the round index. Members written as code (LLM kernels) take part in compositions
@@ -20,10 +26,13 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Sequence
+from typing import Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import (
     DISTANCE_KERNELS,
+    EXTENDED_DISTANCE_KERNELS,
+    WARPS,
     Spec,
     depth,
     formula,
@@ -35,7 +44,9 @@ from ax_kernel_discovery.kernels.warped import WARP_FORMULAS
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
 
 MUTATIONS: tuple[str, ...] = ("warp", "swap_base", "isotropic", "poly_feature")
-WARPS: tuple[str, ...] = tuple(w for w in WARP_FORMULAS if w != "identity")
+CLASSIC_WARPS: tuple[str, ...] = tuple(w for w in WARP_FORMULAS if w != "identity")
+EXTENDED_WARPS: tuple[str, ...] = tuple(w for w in WARPS if w != "identity")
+Grammar = Literal["classic", "extended"]
 
 
 class OfflineEvolutionProposer(Proposer):
@@ -47,6 +58,9 @@ class OfflineEvolutionProposer(Proposer):
         max_depth: Maximum depth of composed trees.
         max_leaves: Maximum number of leaf kernels in a tree.
         max_tries: Attempts per proposal before giving up on a novel kernel.
+        grammar: ``"classic"`` (default: the leaves and warps it always used) or
+            ``"extended"`` (also the feature maps, the inverse multiquadric and a
+            cubic polynomial feature).
 
     Example:
         >>> from ax_kernel_discovery.population import Population, start_candidates
@@ -65,7 +79,15 @@ class OfflineEvolutionProposer(Proposer):
         max_depth: int = 3,
         max_leaves: int = 4,
         max_tries: int = 50,
+        grammar: Grammar = "classic",
     ) -> None:
+        if grammar not in ("classic", "extended"):
+            raise ValueError(f"grammar must be 'classic' or 'extended', got {grammar!r}")
+        extended = grammar == "extended"
+        self.grammar = grammar
+        self._warps = EXTENDED_WARPS if extended else CLASSIC_WARPS
+        self._distance = EXTENDED_DISTANCE_KERNELS if extended else DISTANCE_KERNELS
+        self._polys = ("poly2", "poly3") if extended else ("poly2",)
         self.seed = seed
         self.composition_fraction = composition_fraction
         self.max_depth = max_depth
@@ -135,14 +157,14 @@ class OfflineEvolutionProposer(Proposer):
         if op == "warp":
             node = rng.choice(nodes)
             node["warp"] = rng.choice(
-                [w for w in (*WARPS, "identity") if w != node.get("warp", "identity")]
+                [w for w in (*self._warps, "identity") if w != node.get("warp", "identity")]
             )
         elif op == "swap_base":
-            dist = [n for n in nodes if n["kernel"] in DISTANCE_KERNELS]
+            dist = [n for n in nodes if n["kernel"] in self._distance]
             if not dist:
                 return None
             node = rng.choice(dist)
-            node["kernel"] = rng.choice([k for k in DISTANCE_KERNELS if k != node["kernel"]])
+            node["kernel"] = rng.choice([k for k in self._distance if k != node["kernel"]])
         elif op == "isotropic":
             dist = [n for n in nodes if n["kernel"] in DISTANCE_KERNELS]
             if not dist:
@@ -150,7 +172,10 @@ class OfflineEvolutionProposer(Proposer):
             node = rng.choice(dist)
             node["ard"] = not node.get("ard", True)
         else:  # poly_feature
-            poly = {"kernel": "poly2", "warp": rng.choice(("identity", "tanh")), "ard": True}
+            poly_warps = ("identity", "tanh", "bezier") if self.grammar == "extended" else None
+            kernel = rng.choice(self._polys) if self.grammar == "extended" else "poly2"
+            warp = rng.choice(poly_warps or ("identity", "tanh"))
+            poly = {"kernel": kernel, "warp": warp, "ard": True}
             spec = {"op": rng.choice(("sum", "product")), "args": [spec, poly]}
         return self._checked(spec, [parent.name], op)
 
