@@ -288,6 +288,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self.history.append(rec)
         self.history = self.history[-self.config.history_limit :]
         self.round_index += 1
+        if self._proposer is not None:  # what failed, for the next prompts (LLM proposers)
+            self._proposer.record_feedback(rec.round, rec.rejected, rec.struck, pop.summaries())
         self._start_prefetch(pop, dim, outcome)
         logger.info(
             "kernel discovery round %d: chose %s (%.4g)",

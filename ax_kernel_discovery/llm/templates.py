@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "direct_messages",
     "discovery_example_formula",
     "discovery_messages",
+    "expression_messages",
     "format_population",
     "function_conversion_messages",
     "function_repair_messages",
@@ -109,14 +111,19 @@ def _fmt_score(score: float | None) -> str:
     return f"LOO-CRPS {score:.4g}"
 
 
-def format_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
-    """Numbered list of members, best first: name, score, formula (no data)."""
+def _ranked(
+    members: Sequence[MemberSummary], max_members: int | None = None
+) -> list[MemberSummary]:
     ranked = sorted(
         members,
         key=lambda m: (m.score is None or not math.isfinite(m.score), m.score or 0.0),
     )
-    if max_members is not None:
-        ranked = ranked[:max_members]
+    return ranked if max_members is None else ranked[:max_members]
+
+
+def format_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
+    """Numbered list of members, best first: name, score, formula (no data)."""
+    ranked = _ranked(members, max_members)
     if not ranked:
         return "(empty population)"
     lines = []
@@ -147,8 +154,14 @@ def discovery_messages(
     dim: int,
     num_formulas: int,
     options: PromptOptions | None = None,
+    feedback: str = "",
 ) -> Messages:
-    """Stage 1: propose ``num_formulas`` new kernel formulas from the population."""
+    """Stage 1: propose ``num_formulas`` new kernel formulas from the population.
+
+    ``feedback`` (the last rounds' refusals, see
+    :meth:`~ax_kernel_discovery.proposers.llm_base.LLMProposerBase.feedback_text`) goes
+    between the population and the task; empty, the prompt is unchanged.
+    """
     options = options or PromptOptions()
     user = _render(
         "discovery",
@@ -157,7 +170,65 @@ def discovery_messages(
         population=format_population(members, options.max_members),
         formula_format=load_prompt("formula_format"),
         formula_example=_section(options.discovery_example, "discovery_example"),
+        feedback=feedback,
         **_guidance(options, dim),
+    )
+    return _messages(user)
+
+
+def format_tree_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
+    """Numbered members, best first: name, score and the JSON tree (else the formula)."""
+    ranked = _ranked(members, max_members)
+    if not ranked:
+        return "(empty population)"
+    lines = []
+    for i, m in enumerate(ranked, 1):
+        spec = m.candidate.spec
+        body = (
+            json.dumps(spec, separators=(", ", ": "))
+            if spec is not None
+            else " ".join(m.formula.split())
+        )
+        lines.append(f"{i}. {m.name} ({_fmt_score(m.score)}): {body}")
+    return "\n".join(lines)
+
+
+def expression_messages(
+    members: Sequence[MemberSummary],
+    dim: int,
+    num_kernels: int,
+    *,
+    leaves: Sequence[str],
+    warps: Sequence[str],
+    isotropic: Sequence[str],
+    max_depth: int,
+    max_leaves: int,
+    max_args: int,
+    options: PromptOptions | None = None,
+    feedback: str = "",
+) -> Messages:
+    """Structured discovery: ``num_kernels`` new kernels as JSON expression trees.
+
+    The prompt states the grammar (leaf kernels and warps with their formulas, the
+    operators and the size limits), the ranked population as trees and the last
+    rounds' refusals, and asks for ``{"kernels": [{"rationale", "kernel"}]}``.
+    """
+    from ax_kernel_discovery.expression import LEAVES, WARPS
+
+    options = options or PromptOptions()
+    user = _render(
+        "expression_discovery",
+        dim=dim,
+        num_kernels=num_kernels,
+        leaves="\n".join(f"- {k}: {LEAVES[k][1]}" for k in leaves),
+        warps="\n".join(f"- {w}: {'x itself' if w == 'identity' else WARPS[w]}" for w in warps),
+        isotropic=", ".join(isotropic),
+        max_depth=max_depth,
+        max_leaves=max_leaves,
+        max_args=max_args,
+        population=format_tree_population(members, options.max_members),
+        feedback=feedback,
+        hdbo_guidance=_section(options.hdbo_guidance, "hdbo_guidance", dim=dim),
     )
     return _messages(user)
 

@@ -17,6 +17,6 @@ def make_proposer(config: KernelDiscoveryConfig) -> Proposer:
     """The proposer named by ``config.proposer``."""
     if config.proposer in ("offline", "none"):
         return OfflineEvolutionProposer(seed=config.seed, grammar=config.offline_grammar)
-    from ax_kernel_discovery.proposers.llm import proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import proposer_from_config
 
     return proposer_from_config(config)

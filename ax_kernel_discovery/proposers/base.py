@@ -45,6 +45,20 @@ class Proposer(abc.ABC):
 
     name: str = "proposer"
 
+    def record_feedback(
+        self,
+        round_index: int,
+        rejections: Sequence[Rejection],
+        struck: str | None = None,
+        members: Sequence[MemberSummary] = (),
+    ) -> None:
+        """Hear what happened to a round's proposals (rejections, the struck member).
+
+        Called by the surrogate at the end of every round. The default ignores it;
+        the LLM proposers put the last rounds' refusals into their next prompts.
+        """
+        return None
+
     @abc.abstractmethod
     def propose(
         self,

@@ -31,7 +31,7 @@ from ax_kernel_discovery.llm.parsing import (
 )
 from ax_kernel_discovery.llm.templates import copies_example, direct_messages
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
-from ax_kernel_discovery.proposers.llm import LLMProposerBase
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase
 
 __all__ = ["DirectCodeProposer"]
 
@@ -45,7 +45,7 @@ class DirectCodeProposer(LLMProposerBase):
         num_kernels: Kernels asked for per call (None: ``num_proposals``).
         code_style: ``"class"`` (whole Kernel classes, the paper's ablation) or
             ``"pair"`` (``PARAMETERS`` + ``covariance(x, y, p)`` per kernel).
-        **kwargs: See :class:`~ax_kernel_discovery.proposers.llm.LLMProposerBase`
+        **kwargs: See :class:`~ax_kernel_discovery.proposers.llm_base.LLMProposerBase`
             (guidance toggles, repair, seed, name prefix, ...).
 
     Example:

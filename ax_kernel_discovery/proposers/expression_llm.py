@@ -1,0 +1,279 @@
+"""Structured LLM proposals: kernels as JSON expression trees, no code and no conversion.
+
+``KernelDiscoveryConfig(proposal_format="expression")`` (the default for
+``llm_model="local"``). Each round one call shows the model
+
+* the grammar of :mod:`ax_kernel_discovery.expression` (leaf kernels and warps with
+  their formulas, sums and products, the size limits),
+* the population as trees with their LOO-CRPS scores (never the data),
+* the last rounds' refusals (duplicates, invalid trees, struck kernels),
+
+and asks for ``k`` new kernels as ``{"kernels": [{"rationale": ..., "kernel": tree}]}``.
+Where the backend takes a JSON schema (the local llama.cpp server, OpenAI-compatible
+servers, Ollama, hosted models litellm knows to support it), decoding is constrained
+by :func:`~ax_kernel_discovery.llm.schema.proposal_schema` (unrolled to ``max_depth``,
+no recursive ``$ref``, ``anyOf``), sent as ``response_format`` and therefore part of the
+cache key; elsewhere the reply is parsed leniently. If a server refuses the schema
+(a non-retryable error), the proposer asks again without it and stays unconstrained.
+
+Every tree then passes the grammar's validator
+(:func:`~ax_kernel_discovery.expression.validate_spec`) and the size limits before
+anything is built; a tree that fails is a ``Rejection`` with stage ``grammar`` and the
+validator's reason, a tree equal to a member or to an earlier tree of the round one
+with stage ``duplicate``. Accepted trees are built from the package's trusted kernels,
+so they are PSD by construction and need no sandbox (the surrogate still checks them
+and drops functional duplicates).
+
+Example:
+    >>> proposer = ExpressionLLMProposer("gpt-4o", max_depth=3)
+    >>> proposer.max_leaves
+    4
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.expression import (
+    DISTANCE_KERNELS,
+    LEAVES,
+    WARPS,
+    Spec,
+    canonical,
+    depth,
+    formula,
+    leaves,
+    short_name,
+    validate_spec,
+)
+from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
+from ax_kernel_discovery.llm.json_reply import parse_kernel_trees
+from ax_kernel_discovery.llm.parsing import ParseError
+from ax_kernel_discovery.llm.schema import (
+    Decoding,
+    decoding_for,
+    proposal_schema,
+    response_format,
+    schema_dialect,
+)
+from ax_kernel_discovery.llm.templates import expression_messages
+from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase
+
+__all__ = ["ExpressionLLMProposer", "check_tree"]
+
+#: Completion budget of one structured call (a tree is ~40 tokens per leaf).
+MAX_TOKENS = 1024
+
+
+def check_tree(tree: Any, max_depth: int, max_leaves: int) -> Spec:
+    """The canonical spec of a proposed tree; ``ValueError`` with the reason otherwise.
+
+    The grammar's validator first, then the size limits of the search.
+    """
+    validate_spec(tree)
+    spec = canonical(tree)
+    if depth(spec) > max_depth:
+        raise ValueError(f"tree depth {depth(spec)} exceeds the limit of {max_depth}")
+    n = len(list(leaves(spec)))
+    if n > max_leaves:
+        raise ValueError(f"{n} leaves exceed the limit of {max_leaves}")
+    return spec
+
+
+class ExpressionLLMProposer(LLMProposerBase):
+    """One structured LLM call per round that returns expression trees.
+
+    Args:
+        client: An :class:`~ax_kernel_discovery.llm.client.LLMClient`, a litellm model
+            string (or ``"local"``), or None for ``$AXKD_LLM_MODEL``.
+        max_depth: Deepest tree accepted (and the depth the schema is unrolled to).
+        max_leaves: Most leaves in a tree.
+        max_args: Most arguments of one sum or product.
+        leaves: Leaf kernels offered (default: the whole grammar).
+        warps: Warps and feature maps offered (default: all).
+        decoding: ``"auto"`` (:func:`~ax_kernel_discovery.llm.schema.decoding_for` the
+            model), ``"schema"`` (always send the JSON schema) or ``"none"``
+            (parse-and-validate only).
+        **kwargs: See :class:`~ax_kernel_discovery.proposers.llm_base.LLMProposerBase`.
+    """
+
+    name = "expression"
+    origin = "discovery"
+
+    def __init__(
+        self,
+        client: LLMClient | str | None = None,
+        *,
+        max_depth: int = 3,
+        max_leaves: int = 4,
+        max_args: int = 3,
+        leaves: Sequence[str] | None = None,
+        warps: Sequence[str] | None = None,
+        decoding: Literal["auto", "schema", "none"] = "auto",
+        **kwargs: Any,
+    ) -> None:
+        kwargs.pop("repair", None)  # trees are valid by construction: nothing to repair
+        super().__init__(client, **kwargs)
+        if decoding not in ("auto", "schema", "none"):
+            raise ValueError(f"decoding must be 'auto', 'schema' or 'none', got {decoding!r}")
+        self.max_depth = int(max_depth)
+        self.max_leaves = int(max_leaves)
+        self.max_args = int(max_args)
+        self.leaves = tuple(leaves or LEAVES)
+        self.warps = tuple(warps or WARPS)
+        unknown = sorted(set(self.leaves) - set(LEAVES)) + sorted(set(self.warps) - set(WARPS))
+        if unknown:
+            raise ValueError(f"not in the grammar: {unknown}")
+        self.decoding = decoding
+        self._resolved: Decoding | None = None if decoding == "auto" else decoding
+        self._model_name = client if isinstance(client, str) else None
+
+    # ---------------------------------------------------------------- decoding
+    def _decoding(self, client: LLMClient) -> Decoding:
+        if self._resolved is None:
+            # "local" is known from the configured name; the client then talks to an
+            # openai/<alias> on loopback, which takes a schema too
+            self._resolved = decoding_for(self._model_name or client.model, client.api_base)
+        return self._resolved
+
+    def schema(self, num_kernels: int, client: LLMClient | None = None) -> dict[str, Any]:
+        """The JSON schema of one reply asking for ``num_kernels`` trees."""
+        client = client or self._client
+        model = self._model_name or (client.model if client is not None else None)
+        return proposal_schema(
+            num_kernels,
+            self.max_depth,
+            leaves=self.leaves,
+            warps=self.warps,
+            max_args=self.max_args,
+            dialect=schema_dialect(model),
+        )
+
+    def _describe_member(self, member: MemberSummary) -> str:
+        spec = member.candidate.spec
+        if spec is None:
+            return super()._describe_member(member)
+        return f"{member.name}: {json.dumps(spec, separators=(',', ':'))}"
+
+    # ----------------------------------------------------------------- propose
+    def propose(
+        self,
+        members: Sequence[MemberSummary],
+        dim: int,
+        num_proposals: int,
+        round_index: int,
+    ) -> Proposal:
+        started = time.perf_counter()
+        proposal = Proposal()
+        begun = self._begin(members, num_proposals, round_index, proposal)
+        if begun is None:
+            return proposal
+        client, ledger_start, prefix, taken = begun
+        messages = expression_messages(
+            members,
+            dim,
+            num_proposals,
+            leaves=self.leaves,
+            warps=self.warps,
+            isotropic=[k for k in DISTANCE_KERNELS if k in self.leaves],
+            max_depth=self.max_depth,
+            max_leaves=self.max_leaves,
+            max_args=self.max_args,
+            options=self.options,
+            feedback=self.feedback_text(),
+        )
+        params: dict[str, Any] = {"seed": self._seed(round_index, 0), "max_tokens": MAX_TOKENS}
+        decoding = self._decoding(client)
+        if decoding == "schema":
+            params["response_format"] = response_format(self.schema(num_proposals, client))
+        reply = client.complete_many([LLMRequest(messages, "expression", params)])[0]
+        if isinstance(reply, LLMError) and decoding == "schema" and _refused_schema(reply):
+            # the server does not take JSON schemas: parse-and-validate from now on
+            self._resolved = "none"
+            params.pop("response_format")
+            reply = client.complete_many([LLMRequest(messages, "expression", params)])[0]
+        t_call = time.perf_counter()
+        self._read_reply(reply, members, num_proposals, prefix, taken, proposal)
+        done = time.perf_counter()
+        proposal.timings = {"llm_expression_s": t_call - started, "total_s": done - started}
+        proposal.usage = {
+            **self._usage(ledger_start),
+            "schema_constrained": float(self._resolved == "schema"),
+        }
+        return proposal
+
+    def _read_reply(
+        self,
+        reply: str | LLMError,
+        members: Sequence[MemberSummary],
+        num_proposals: int,
+        prefix: str,
+        taken: set[str],
+        proposal: Proposal,
+    ) -> None:
+        if isinstance(reply, LLMError):
+            proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
+            return
+        try:
+            items = parse_kernel_trees(reply)
+        except ParseError as exc:
+            proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
+            return
+        known = {m.candidate.key: m.name for m in members if m.candidate.spec is not None}
+        if len(items) > num_proposals:
+            items = items[:num_proposals]
+        elif len(items) < num_proposals:
+            proposal.rejections.append(
+                Rejection(
+                    name=prefix,
+                    stage="parse",
+                    reason=f"the reply had {len(items)} of {num_proposals} kernels",
+                )
+            )
+        for i, item in enumerate(items):
+            base = self._unique(f"{prefix}_{i}", taken)
+            raw = json.dumps(item.tree, separators=(",", ":"), default=str)[:400]
+            try:
+                spec = check_tree(item.tree, self.max_depth, self.max_leaves)
+            except ValueError as exc:
+                self._described[base] = raw
+                proposal.rejections.append(
+                    Rejection(name=base, stage="grammar", reason=str(exc), formula=raw)
+                )
+                continue
+            text = formula(spec)
+            if item.rationale:
+                text = f"{text}   [idea: {item.rationale[:200]}]"
+            cand = KernelCandidate(
+                name=f"{base}:{short_name(spec)}",
+                formula=text,
+                origin="discovery",
+                spec=spec,
+            )
+            self._described[cand.name] = json.dumps(spec, separators=(",", ":"))
+            if cand.key in known:
+                self._described[base] = self._described[cand.name]
+                proposal.rejections.append(
+                    Rejection(
+                        name=base,
+                        stage="duplicate",
+                        reason=f"the tree repeats {known[cand.key]}",
+                        formula=self._described[cand.name],
+                    )
+                )
+                continue
+            known[cand.key] = cand.name
+            proposal.candidates.append(cand)
+
+
+def _refused_schema(error: LLMError) -> bool:
+    """Whether a failed call looks like a server refusing ``response_format``."""
+    if error.attempts == 0 or error.cause is None:
+        return False
+    text = f"{type(error.cause).__name__} {error.cause}".lower()
+    return any(w in text for w in ("badrequest", "response_format", "json_schema", "unsupported"))

@@ -1,0 +1,162 @@
+"""ExpressionLLMProposer against a fake OpenAI-compatible server (plumbing, not LLM quality)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.llm.client import LLMClient
+from ax_kernel_discovery.population import Population, start_candidates
+from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
+from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.proposers.llm import LLMProposer
+
+GOOD = {
+    "op": "product",
+    "args": [
+        {"kernel": "matern52", "warp": "identity", "ard": True},
+        {"kernel": "periodic", "warp": "radius", "ard": True},
+    ],
+}
+
+
+def _members() -> list[Any]:
+    pop = Population(start_candidates())
+    for i, m in enumerate(pop):
+        pop.set_score(m.name, 0.3 + 0.01 * i)
+    return pop.summaries()
+
+
+def _reply(*trees: Any) -> str:
+    return json.dumps(
+        {"kernels": [{"rationale": f"idea {i}", "kernel": t} for i, t in enumerate(trees)]}
+    )
+
+
+def _proposer(server: Any, **kwargs: Any) -> ExpressionLLMProposer:
+    client = LLMClient("openai/qwen-local", api_base=server.url, num_retries=0)
+    return ExpressionLLMProposer(client, **kwargs)
+
+
+def test_structured_round_accepts_valid_trees_and_records_rejections(fake_openai: Any) -> None:
+    too_deep = {"op": "sum", "args": [GOOD, {"op": "sum", "args": [GOOD, GOOD]}]}
+    fake_openai.replies = [
+        _reply(
+            GOOD, {"kernel": "rbf", "warp": "identity", "ard": True}, {"kernel": "foo"}, too_deep
+        )
+    ]
+    proposer = _proposer(fake_openai)
+    out = proposer.propose(_members(), dim=10, num_proposals=4, round_index=2)
+    assert [c.name for c in out.candidates] == ["expression_r2_0:(matern52*periodic@radius)"]
+    cand = out.candidates[0]
+    assert cand.spec == GOOD and cand.code is None and cand.origin == "discovery"
+    assert "[idea: idea 0]" in cand.formula
+    stages = {r.name: (r.stage, r.reason) for r in out.rejections}
+    assert stages["expression_r2_1"] == ("duplicate", "the tree repeats RBF")
+    assert (
+        stages["expression_r2_2"][0] == "grammar"
+        and "unknown kernel" in stages["expression_r2_2"][1]
+    )
+    assert stages["expression_r2_3"][0] == "grammar" and "depth" in stages["expression_r2_3"][1]
+    # one call, no conversion, constrained by the unrolled schema
+    assert len(fake_openai.requests) == 1
+    body = fake_openai.requests[0]
+    assert body["response_format"]["json_schema"]["schema"] == proposer.schema(4)
+    assert out.usage["llm_calls"] == 1.0 and out.usage["schema_constrained"] == 1.0
+    prompt = body["messages"][-1]["content"]
+    assert '"kernel": "rbf"' in prompt and "bezier" in prompt and "LOO-CRPS" in prompt
+
+
+def test_candidates_build(fake_openai: Any) -> None:
+    fake_openai.replies = [_reply(GOOD)]
+    out = _proposer(fake_openai).propose(_members(), dim=6, num_proposals=1, round_index=0)
+    kernel = out.candidates[0].build(6)
+    assert kernel is not None
+
+
+def test_garbage_and_short_replies_are_rejections(fake_openai: Any) -> None:
+    fake_openai.replies = ["I think an RBF kernel would do.", _reply(GOOD)]
+    proposer = _proposer(fake_openai)
+    out = proposer.propose(_members(), dim=10, num_proposals=2, round_index=0)
+    assert not out.candidates and out.rejections[0].stage == "parse"
+    out = proposer.propose(_members(), dim=10, num_proposals=2, round_index=1)
+    assert len(out.candidates) == 1
+    assert any("1 of 2 kernels" in r.reason for r in out.rejections)
+
+
+def test_server_refusing_the_schema_falls_back_to_parse_and_validate(fake_openai: Any) -> None:
+    fake_openai.statuses = [400]
+    fake_openai.replies = ["Here you go:\n```json\n" + _reply(GOOD) + "\n```"]
+    proposer = _proposer(fake_openai)
+    out = proposer.propose(_members(), dim=10, num_proposals=1, round_index=0)
+    assert len(out.candidates) == 1
+    assert "response_format" in fake_openai.requests[0]
+    assert "response_format" not in fake_openai.requests[1]
+    proposer.propose(_members(), dim=10, num_proposals=1, round_index=1)
+    assert "response_format" not in fake_openai.requests[2]  # stays unconstrained
+
+
+def test_unreachable_server_is_a_rejection(closed_port: int) -> None:
+    client = LLMClient("openai/x", api_base=f"http://127.0.0.1:{closed_port}/v1", num_retries=0)
+    out = ExpressionLLMProposer(client).propose(_members(), 10, 2, 0)
+    assert not out.candidates and out.rejections[0].stage == "proposal"
+
+
+def test_feedback_reaches_the_next_prompt(fake_openai: Any) -> None:
+    fake_openai.replies = [_reply({"kernel": "rbf"}, {"kernel": "nope"}), _reply(GOOD)]
+    proposer = _proposer(fake_openai)
+    members = _members()
+    out = proposer.propose(members, dim=10, num_proposals=2, round_index=0)
+    first_prompt = fake_openai.requests[0]["messages"][-1]["content"]
+    assert "Recently refused" not in first_prompt
+    proposer.record_feedback(0, out.rejections, struck="SL", members=members)
+    proposer.propose(members, dim=10, num_proposals=2, round_index=1)
+    prompt = fake_openai.requests[1]["messages"][-1]["content"]
+    assert "Recently refused" in prompt
+    assert "duplicate" in prompt and "the tree repeats RBF" in prompt
+    assert "grammar" in prompt and '"kernel":"nope"' in prompt
+    assert "struck: SL" in prompt
+
+
+def test_feedback_can_be_switched_off_and_forgets_old_rounds(fake_openai: Any) -> None:
+    proposer = _proposer(fake_openai, feedback_rounds=0)
+    proposer.record_feedback(0, [], struck="SL", members=_members())
+    assert proposer.feedback_text() == ""
+    proposer = _proposer(fake_openai, feedback_rounds=1)
+    proposer.record_feedback(0, [], struck="SL", members=_members())
+    proposer.record_feedback(1, [], struck="RQ", members=_members())
+    text = proposer.feedback_text()
+    assert "RQ" in text and "SL" not in text
+
+
+def test_two_stage_discovery_prompt_carries_feedback(fake_openai: Any) -> None:
+    from ax_kernel_discovery.candidate import Rejection
+
+    client = LLMClient("openai/qwen-local", api_base=fake_openai.url, num_retries=0)
+    proposer = LLMProposer(client, num_formulas=1, num_compositions=0)
+    proposer.record_feedback(
+        3, [Rejection(name="llm_r3_0", stage="psd", reason="Gram matrix not PSD", formula="k = -x")]
+    )
+    proposer.propose(_members(), dim=10, num_proposals=1, round_index=4)
+    prompt = fake_openai.requests[0]["messages"][-1]["content"]
+    assert "round 3, psd: k = -x -- Gram matrix not PSD" in prompt
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"llm_model": "local"}, ExpressionLLMProposer),
+        ({"llm_model": "gpt-4o"}, LLMProposer),
+        ({"llm_model": "gpt-4o", "proposal_format": "expression"}, ExpressionLLMProposer),
+        ({"llm_model": "local", "proposal_format": "code"}, LLMProposer),
+    ],
+)
+def test_proposal_format_auto(fields: dict[str, Any], expected: type) -> None:
+    config = KernelDiscoveryConfig(proposer="llm", **fields)
+    proposer = proposer_from_config(config)  # no client (and no local server) yet
+    assert type(proposer) is expected
+    resolved = "expression" if expected is ExpressionLLMProposer else "code"
+    assert config.resolved_proposal_format() == resolved
