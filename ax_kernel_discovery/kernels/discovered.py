@@ -22,21 +22,59 @@ class DiscoveredKernel(Kernel):
 
         k(x, x') = k_{\text{member}}(x, x')
 
+    The kernel is unbatched by design: it ignores ``batch_shape`` (a batched model, several
+    outcomes in one ``SingleTaskGP``, shares one set of kernel hyperparameters, because
+    LLM-written code need not support batched parameters), broadcasts over any batch of
+    inputs, and ``expand_batch`` and indexing return the kernel itself.
+
+    A kernel built from LLM-written code is an instance of a class that exists only in
+    the sandbox loader's namespace, which ``pickle`` cannot name; such a wrapper pickles
+    the candidate (its source) and the inner kernel's state dict, and rebuilds the
+    inner kernel when unpickled (also by ``copy.deepcopy``).
+
     Args:
         candidate: ``KernelCandidate.model_dump_json()`` of the member.
         ard_num_dims: Input dimension D (filled by Ax from the dataset).
-        **kwargs: Passed to :class:`gpytorch.kernels.Kernel`.
+        **kwargs: Passed to :class:`gpytorch.kernels.Kernel` (``batch_shape`` is dropped).
     """
 
     def __init__(self, candidate: str, ard_num_dims: int, **kwargs: Any) -> None:
         kwargs.pop("batch_shape", None)
         super().__init__(**kwargs)
         self.candidate = KernelCandidate.model_validate_json(candidate)
-        self.inner = self.candidate.build(int(ard_num_dims))
+        self.dim = int(ard_num_dims)
+        self.inner = self.candidate.build(self.dim)
 
     @property
     def formula(self) -> str:
         return self.candidate.formula
+
+    def expand_batch(self, *sizes: torch.Size | tuple[int, ...]) -> DiscoveredKernel:
+        """The kernel itself: it is unbatched and broadcasts over any batch of inputs."""
+        return self
+
+    def __getitem__(self, index: Any) -> DiscoveredKernel:
+        """The kernel itself (unbatched: every batch shares its hyperparameters)."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())
+        if self.candidate.code is None:
+            return state  # built from the package's own classes: pickles as it is
+        modules = dict(state["_modules"])
+        inner = modules.pop("inner")
+        state["_modules"] = modules
+        state["_inner_state"] = (inner.state_dict(), inner.training)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        inner_state = state.pop("_inner_state", None)
+        super().__setstate__(state)
+        if inner_state is not None:
+            state_dict, training = inner_state
+            inner = self.candidate.build(self.dim)
+            inner.load_state_dict(state_dict, assign=True)
+            self.inner = inner.train(training)
 
     def forward(
         self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any

@@ -96,7 +96,8 @@ def pairwise_covariance(fn, x1, x2, vectors, scalars, diag=False):
     b, b_dim = flat(x2, (m, d))
     p, p_dims = {}, {}
     for key, value in vectors.items():
-        p[key], p_dims[key] = flat(value, (d,))
+        # one value for every dimension when the kernel has no ARD (ard_num_dims=None)
+        p[key], p_dims[key] = flat(value.expand(*value.shape[:-1], d), (d,))
     for key, value in scalars.items():
         p[key], p_dims[key] = flat(value, ())
     if diag:

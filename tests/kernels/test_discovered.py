@@ -1,0 +1,111 @@
+"""GPyTorch's kernel contract for :class:`DiscoveredKernel`, the class Ax builds members from.
+
+Three members: an expression tree (the package's own kernels) and two kernels of
+LLM-written code loaded through the sandbox (function style and pair style), which
+pickle by rebuilding from their source.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import unittest
+from typing import Any
+
+import torch
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.expression import formula, leaf
+from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.llm.function_kernel import build_kernel_source
+from ax_kernel_discovery.testing import KernelContractMixin
+
+TREE = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("sl")]}
+
+RQ_FN = """def covariance(x1, x2, p):
+    r2 = torch.cdist(x1 / p["lengthscale"], x2 / p["lengthscale"]).pow(2)
+    return p["w"] + (1.0 - p["w"]) * (1.0 + r2 / (2.0 * p["alpha"])).pow(-p["alpha"])
+"""
+
+PAIR_FN = """def covariance(x, y, p):
+    d = (x - y) / p["lengthscale"]
+    return torch.exp(-0.5 * (d * d).sum()) * (1.0 + p["c"] * (x * y).sum())
+"""
+
+CANDIDATES = {
+    "tree": KernelCandidate(name="tree", formula=formula(TREE), origin="offline", spec=TREE),
+    "function": KernelCandidate(
+        name="fn_rq",
+        formula="w + (1 - w) (1 + r^2 / (2 alpha))^(-alpha)",
+        origin="discovery",
+        code=build_kernel_source(
+            {"lengthscale": "ard", "alpha": "positive", "w": "unit"}, RQ_FN, "FnRQ", "rq"
+        ),
+    ),
+    "pair": KernelCandidate(
+        name="pair_rbf_dot",
+        formula="exp(-|x - y|_l^2 / 2) (1 + c x.y)",
+        origin="discovery",
+        code=build_kernel_source(
+            {"lengthscale": "ard", "c": "positive"}, PAIR_FN, "PairRBFDot", "k", pairwise=True
+        ),
+    ),
+}
+
+
+class _DiscoveredContract:
+    """Ax builds the kernel for the dataset's D (``ard_num_dims``): bound to D."""
+
+    member: str
+    data_dim = 2
+
+    def create_kernel_for_dim(self, dim: int, **kwargs: Any) -> DiscoveredKernel:
+        return DiscoveredKernel(CANDIDATES[self.member].model_dump_json(), dim, **kwargs)
+
+    def _trained(self) -> DiscoveredKernel:
+        kernel = self.create_kernel_for_dim(3).double()
+        with torch.no_grad():
+            for _, p in kernel.named_parameters():
+                p.add_(0.3 * torch.randn_like(p))
+        return kernel
+
+    def test_round_trips_keep_values_dtype_and_mode(self) -> None:
+        kernel = self._trained().eval()
+        x = torch.rand(6, 3, dtype=torch.float64)
+        want = kernel(x).to_dense()
+        buffer = io.BytesIO()
+        torch.save(kernel, buffer)
+        buffer.seek(0)
+        copies = [
+            pickle.loads(pickle.dumps(kernel)),
+            copy.deepcopy(kernel),
+            torch.load(buffer, weights_only=False),
+        ]
+        for other in copies:
+            self.assertIsNot(other.inner, kernel.inner)  # type: ignore[attr-defined]
+            self.assertEqual(other.dtype, torch.float64)  # type: ignore[attr-defined]
+            self.assertFalse(other.training)  # type: ignore[attr-defined]
+            self.assertAllClose(other(x).to_dense(), want)  # type: ignore[attr-defined]
+            self.assertEqual(  # type: ignore[attr-defined]
+                sorted(n for n, _ in other.named_parameters()),
+                sorted(n for n, _ in kernel.named_parameters()),
+            )
+
+
+class TestDiscoveredKernelTree(_DiscoveredContract, KernelContractMixin, unittest.TestCase):
+    member = "tree"
+
+
+class TestDiscoveredKernelFunctionCode(_DiscoveredContract, KernelContractMixin, unittest.TestCase):
+    member = "function"
+
+
+class TestDiscoveredKernelPairCode(_DiscoveredContract, KernelContractMixin, unittest.TestCase):
+    member = "pair"
+
+
+def test_batch_shape_is_shared_not_batched() -> None:
+    kernel = DiscoveredKernel(CANDIDATES["tree"].model_dump_json(), 3, batch_shape=torch.Size([2]))
+    assert kernel.batch_shape == torch.Size([])
+    assert kernel(torch.rand(2, 4, 3)).to_dense().shape == (2, 4, 4)
