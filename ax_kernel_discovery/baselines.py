@@ -17,6 +17,9 @@ name                 surrogate
 ``compositional``    Compositional Search (Duvenaud et al., 2013): BIC, the best kernel
                      expanded by ``+ B`` / ``x B`` per base kernel, depth <= 3
                      (:class:`CompositionalSearchSurrogate`)
+``cake``             CAKE (Suwandi et al., 2025): an LLM evolves compositions of SE, PER,
+                     LIN, RQ, M32, M52 (depth 3) from a truncated view of the data; BIC
+                     (:class:`~ax_kernel_discovery.cake.CakeSurrogate`; needs an LLM)
 ``ax_default``       Ax's default ``BOTORCH_MODULAR`` surrogate (no surrogate override)
 ``sobol``            Sobol points only
 ``saasbo``           SAAS fully Bayesian GP (NUTS); expensive, small budgets only
@@ -394,6 +397,22 @@ def _build_compositional(**options: Any) -> GenerationStrategy:
     return _bo_strategy("compositional", surrogate, generator_name="CompositionalSearch", **common)
 
 
+def _build_cake(**options: Any) -> GenerationStrategy:
+    from ax_kernel_discovery.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
+
+    common = _common(options)
+    config = options.pop("config", None)
+    _no_more("cake", options)
+    if config is None:
+        config = KernelDiscoveryConfig(**CAKE_DEFAULTS, seed=common["seed"])
+    elif not isinstance(config, KernelDiscoveryConfig):
+        config = KernelDiscoveryConfig.model_validate(dict(config))
+    check_cake_config(config)
+    surrogate = CakeSurrogate(config)
+    common["device"] = common["device"] or surrogate.config.resolved_device()
+    return _bo_strategy("cake", surrogate, generator_name="CAKE", **common)
+
+
 def _build_ax_default(**options: Any) -> GenerationStrategy:
     common = _common(options)
     _no_more("ax_default", options)
@@ -438,6 +457,11 @@ METHODS: dict[str, MethodInfo] = {
         "Compositional Search (Duvenaud et al. 2013): BIC, +/x expansions, depth 3",
         _build_compositional,
     ),
+    "cake": MethodInfo(
+        "cake",
+        "CAKE (Suwandi et al. 2025): LLM-composed SE/PER/LIN/RQ/M32/M52, BIC (needs --llm)",
+        _build_cake,
+    ),
     "ax_default": MethodInfo(
         "ax_default", "Ax's default BOTORCH_MODULAR surrogate", _build_ax_default
     ),
@@ -475,7 +499,7 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
         **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), ``botorch_acqf_class``
             (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
             (512), ``sample_around_best`` (True), ``maxiter`` (300), ``device`` ("cpu");
-            ``kd`` and ``compositional`` also take ``config`` (a
+            ``kd``, ``compositional`` and ``cake`` also take ``config`` (a
             :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``compositional``
             ``max_depth`` (3), ``greedy`` ``kernels``, ``saasbo`` ``warmup_steps``,
             ``num_samples``, ``thinning``.

@@ -61,7 +61,7 @@ METRIC = "objective"
 
 RESULT_VERSION = 1
 
-KD_METHODS: tuple[str, ...] = ("kd", "compositional")
+KD_METHODS: tuple[str, ...] = ("kd", "compositional", "cake")
 """Methods configured by a :class:`~ax_kernel_discovery.KernelDiscoveryConfig`."""
 
 
@@ -178,6 +178,16 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         info = method_info(cfg.method)
     except UnknownMethodError as e:
         raise UserInputError(str(e)) from None
+    if cfg.method == "cake":  # CAKE is an LLM method: say so before anything runs
+        from ax_kernel_discovery.cake import NoLLMError, check_cake_config
+        from ax_kernel_discovery.config import KernelDiscoveryConfig
+
+        try:
+            check_cake_config(KernelDiscoveryConfig.model_validate(cfg.kd_config or {}))
+        except NoLLMError as e:
+            raise UserInputError(str(e)) from None
+        except ValueError:
+            pass  # an invalid kd_config is reported below
     if info.max_budget is not None and cfg.budget > info.max_budget:
         raise UserInputError(
             f"method {cfg.method!r} is allowed only for budget <= {info.max_budget} (got {cfg.budget}): "

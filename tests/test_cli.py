@@ -120,13 +120,17 @@ def test_run_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_llm_option_sets_the_llm_proposer() -> None:
     from ax_kernel_discovery.cli import _settings, build_parser
     from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
     from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
 
     argv = ["run", "--problem", "rover60", "--method", "kd", "--llm", "local"]
     settings = _settings(build_parser().parse_args(argv))
     assert settings["kd_config"] == {"proposer": "llm", "llm_model": "local"}
     proposer = proposer_from_config(KernelDiscoveryConfig(**settings["kd_config"]))
-    assert isinstance(proposer, LLMProposer) and proposer.conversion_style == "pair"  # auto
+    assert isinstance(proposer, ExpressionLLMProposer)  # auto: structured for the local model
+    code = KernelDiscoveryConfig(**settings["kd_config"], proposal_format="code")
+    coded = proposer_from_config(code)
+    assert isinstance(coded, LLMProposer) and coded.conversion_style == "pair"  # auto
     argv += ["--kd-config", '{"conversion_style": "class", "num_formulas": 1}']
     settings = _settings(build_parser().parse_args(argv))
     assert settings["kd_config"]["conversion_style"] == "class"
