@@ -75,8 +75,19 @@ class FeatureMapKernel(Kernel):
         if feature_map == "bezier":
             init = torch.tensor([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0])
             self.register_parameter(
-                "control", torch.nn.Parameter(init.expand(*self.batch_shape, 4).clone())
+                "control", torch.nn.Parameter(init.expand(*self._batch_shape, 4).clone())
             )
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Batch shape; a map without parameters has none of its own: the base kernel's."""
+        if not self._parameters:
+            return self.base_kernel.batch_shape
+        return torch.broadcast_shapes(self._batch_shape, self.base_kernel.batch_shape)
+
+    @batch_shape.setter
+    def batch_shape(self, value: torch.Size) -> None:
+        self._batch_shape = value
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """The feature map (inputs clamped to the unit box first)."""

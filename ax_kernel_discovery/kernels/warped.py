@@ -64,7 +64,7 @@ class WarpedKernel(Kernel):
         self.base_kernel = base_kernel
         self.warp = warp
         self.dim = int(dim)
-        batch = self.batch_shape
+        batch = self._batch_shape
         if warp in ("tanh", "arctan", "spherical"):
             self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(*batch, 1)))
             self.register_constraint("raw_c", Positive())
@@ -83,6 +83,17 @@ class WarpedKernel(Kernel):
                 getattr(self, name).data.fill_(
                     float(constraint.inverse_transform(torch.tensor(1.0)))
                 )
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Batch shape; a map without parameters has none of its own: the base kernel's."""
+        if not self._parameters:
+            return self.base_kernel.batch_shape
+        return torch.broadcast_shapes(self._batch_shape, self.base_kernel.batch_shape)
+
+    @batch_shape.setter
+    def batch_shape(self, value: torch.Size) -> None:
+        self._batch_shape = value
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """The input warp, ``(..., N, D) -> (..., N, D')`` (batched warp parameters broadcast)."""

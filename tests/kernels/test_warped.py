@@ -40,6 +40,10 @@ class _WarpedContract:
                 self.assertAllClose(one(x[i, j]).to_dense(), full[i, j])  # type: ignore[attr-defined]
 
 
+class TestWarpedKernelIdentity(_WarpedContract, KernelContractMixin, unittest.TestCase):
+    warp = "identity"
+
+
 class TestWarpedKernelTanh(_WarpedContract, KernelContractMixin, unittest.TestCase):
     warp = "tanh"
 
