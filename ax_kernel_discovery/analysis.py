@@ -24,16 +24,28 @@ def load_surrogate(path: str | Path) -> KernelDiscoverySurrogate:
     import ax_kernel_discovery  # noqa: F401  (registers the storage classes)
 
     client = Client.load_from_json_file(str(path))
-    gs = client._generation_strategy
+    try:
+        return find_surrogate(client)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def find_surrogate(client: Any) -> KernelDiscoverySurrogate:
+    """The kernel-discovery surrogate in an Ax ``Client``'s generation strategy.
+
+    Raises:
+        ValueError: The client has no generation strategy, or none with such a surrogate.
+    """
+    gs = getattr(client, "_generation_strategy", None)
     if gs is None:
-        raise ValueError(f"{path} has no generation strategy")
+        raise ValueError("the Ax client has no generation strategy")
     for node in gs._nodes:
         for spec in node.generator_specs:
-            surrogate = spec.generator_kwargs.get("surrogate")
+            surrogate = (spec.generator_kwargs or {}).get("surrogate")
             if isinstance(surrogate, KernelDiscoverySurrogate):
                 return surrogate
     raise ValueError(
-        f"{path} holds no KernelDiscoverySurrogate (was the run made with kernel discovery?)"
+        "the Ax client holds no KernelDiscoverySurrogate (was the run made with kernel discovery?)"
     )
 
 

@@ -17,6 +17,8 @@ name                 surrogate
 ``compositional``    Compositional Search (Duvenaud et al., 2013): BIC, the best kernel
                      expanded by ``+ B`` / ``x B`` per base kernel, depth <= 3
                      (:class:`CompositionalSearchSurrogate`)
+``fixed``            one kernel of a kernel library (``kernel=...``, e.g. ``"kernels.json:NAME"``;
+                     see :mod:`ax_kernel_discovery.library`)
 ``cake``             CAKE (Suwandi et al., 2025): an LLM evolves compositions of SE, PER,
                      LIN, RQ, M32, M52 (depth 3) from a truncated view of the data; BIC
                      (:class:`~ax_kernel_discovery.cake.CakeSurrogate`; needs an LLM)
@@ -40,7 +42,7 @@ from typing import Any
 
 from ax.adapter.registry import Generators
 from ax.core.search_space import SearchSpaceDigest
-from ax.generation_strategy.generation_node import GenerationNode, GenerationStep
+from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -54,10 +56,11 @@ from torch import Tensor
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.compositional import CompositionalProposer
-from ax_kernel_discovery.strategy import botorch_step
+from ax_kernel_discovery.strategy import botorch_step, sobol_step
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord, model_config_for
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
@@ -255,15 +258,6 @@ class MethodInfo:
     max_budget: int | None = None
 
 
-def _sobol_step(num_sobol: int, seed: int) -> GenerationNode:
-    return GenerationStep(
-        generator=Generators.SOBOL,
-        num_trials=num_sobol,
-        min_trials_observed=num_sobol,
-        generator_kwargs={"seed": seed},
-    )
-
-
 def _check_common(num_sobol: int) -> None:
     if num_sobol < 1:
         raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
@@ -293,7 +287,7 @@ def _bo_strategy(
         device=device or "cpu",
         generator_name=generator_name,
     )
-    return GenerationStrategy(name=f"Sobol+{name}", nodes=[_sobol_step(num_sobol, seed), step])
+    return GenerationStrategy(name=f"Sobol+{name}", nodes=[sobol_step(num_sobol, seed), step])
 
 
 def fixed_kernel_surrogate(kernel: str) -> Surrogate:
@@ -376,6 +370,17 @@ def _build_fixed(kernel: str) -> Callable[..., GenerationStrategy]:
     return build
 
 
+def _build_library_fixed(**options: Any) -> GenerationStrategy:
+    common = _common(options)
+    kernel = options.pop("kernel", None)
+    _no_more("fixed", options)
+    if kernel is None:
+        raise TypeError(
+            "method 'fixed' needs kernel=... (a library kernel, its entry, or 'kernels.json:NAME')"
+        )
+    return fixed_kernel_generation_strategy(kernel, **common)
+
+
 def _build_greedy(**options: Any) -> GenerationStrategy:
     common = _common(options)
     kernels = tuple(options.pop("kernels", START_SET))
@@ -449,6 +454,11 @@ METHODS: dict[str, MethodInfo] = {
         )
         for k in FIXED_KERNELS
     },
+    "fixed": MethodInfo(
+        "fixed",
+        "one kernel of a kernel library (--kernel kernels.json:NAME; see `export`)",
+        _build_library_fixed,
+    ),
     "greedy": MethodInfo(
         "greedy", "Greedy Search: BIC over RBF, Matern52, RQ, BOCK, SL each round", _build_greedy
     ),
@@ -500,7 +510,8 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
             (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
             (512), ``sample_around_best`` (True), ``maxiter`` (300), ``device`` ("cpu");
             ``kd``, ``compositional`` and ``cake`` also take ``config`` (a
-            :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``compositional``
+            :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``fixed`` its ``kernel``
+            (see :func:`~ax_kernel_discovery.library.get_kernel`), ``compositional``
             ``max_depth`` (3), ``greedy`` ``kernels``, ``saasbo`` ``warmup_steps``,
             ``num_samples``, ``thinning``.
 

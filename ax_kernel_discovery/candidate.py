@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 if TYPE_CHECKING:
     from gpytorch.kernels import Kernel
 
-Origin = Literal["base", "offline", "discovery", "composition", "direct", "repair", "baseline"]
+Origin = Literal[
+    "base", "offline", "discovery", "composition", "direct", "repair", "baseline", "library"
+]
 
 
 class KernelCandidate(BaseModel):
@@ -32,7 +34,8 @@ class KernelCandidate(BaseModel):
         formula: The covariance function as readable math (plain text / LaTeX-ish).
         origin: Where it came from: ``base`` (start set), ``offline`` (offline
             evolution operator), ``discovery``/``composition``/``direct``/``repair``
-            (LLM proposers), ``baseline`` (fixed-kernel baselines).
+            (LLM proposers), ``baseline`` (fixed-kernel baselines), ``library`` (a start
+            kernel from a kernel library, see :mod:`ax_kernel_discovery.library`).
         parents: Names of the members it was made from.
         spec: Expression tree of trusted building blocks (exclusive with ``code``).
         code: Source of a GPyTorch ``Kernel`` subclass (exclusive with ``spec``).

@@ -8,6 +8,8 @@ Usage::
     ax-kernel-discovery report results/ --out report/
     ax-kernel-discovery list
     ax-kernel-discovery data [--data-dir DIR]
+    ax-kernel-discovery export run.json --top 3 --out kernels.json
+    ax-kernel-discovery run --problem svm --method fixed --kernel kernels.json:NAME ...
 
 A rerun of the same command continues interrupted runs from their checkpoints and
 skips finished ones. Bad input (unknown problem or method, ``budget < num_sobol``,
@@ -144,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--problem", required=True, help="benchmark name (see `list`)")
     run.add_argument("--method", required=True, help="method name (see `list`)")
     run.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    run.add_argument(
+        "--kernel",
+        default=None,
+        metavar="FILE:NAME",
+        help="with --method fixed: the kernel, a library file written by `export` and the "
+        "kernel's name (FILE alone for a library of one kernel)",
+    )
     _add_run_options(run)
 
     sw = sub.add_parser("sweep", help="problems x methods x seeds, in parallel")
@@ -204,6 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list problems and methods")
 
+    ex = sub.add_parser(
+        "export", help="save the best kernels of a kernel-discovery run as a kernel library"
+    )
+    ex.add_argument(
+        "source", help="an Ax Client JSON (save_to_json_file), or a result JSON of `run`"
+    )
+    ex.add_argument("--top", type=int, default=3, help="how many kernels, best first (default 3)")
+    ex.add_argument("--out", default="kernels.json", help="library file (default kernels.json)")
+
     data = sub.add_parser(
         "data", help="the benchmark data files: where each is read from, checksum status"
     )
@@ -243,11 +261,19 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.runner import make_run_config, run_experiment
+    from ax_kernel_discovery.runner import UserInputError, make_run_config, run_experiment
 
-    cfg = make_run_config(
-        problem=args.problem, method=args.method, seed=args.seed, **_settings(args)
-    )
+    settings = _settings(args)
+    if args.kernel is not None:
+        from ax_kernel_discovery.library import KernelLibraryError, get_kernel
+
+        if args.method.strip().lower() != "fixed":
+            raise UserInputError("--kernel goes with --method fixed")
+        try:
+            settings["method_options"] = {"kernel": get_kernel(args.kernel).entry()}
+        except KernelLibraryError as e:
+            raise UserInputError(str(e)) from None
+    cfg = make_run_config(problem=args.problem, method=args.method, seed=args.seed, **settings)
     result = run_experiment(cfg, progress=not args.no_progress)
     console = _console()
     if result.get("skipped"):
@@ -332,6 +358,26 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ax_kernel_discovery.library import KernelLibraryError, export_kernels, save_kernels
+    from ax_kernel_discovery.runner import UserInputError
+
+    try:
+        kernels = export_kernels(args.source, top=args.top)
+    except (ValueError, KernelLibraryError) as e:
+        raise UserInputError(str(e)) from None
+    path = save_kernels(kernels, args.out)
+    console = _console()
+    for k in kernels:
+        score = f"{k.score:.4g}" if k.score is not None else "-"
+        console.print(f"{k.name}  ({k.origin}, {k.criterion} {score})\n  {k.formula[:200]}")
+    console.print(
+        f"{len(kernels)} kernel(s) written to {path}; use one with "
+        f"--method fixed --kernel {path}:{kernels[0].name}"
+    )
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from ax_kernel_discovery.baselines import METHODS
     from ax_kernel_discovery.benchmarks import PROBLEMS
@@ -396,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": _cmd_report,
         "list": _cmd_list,
         "data": _cmd_data,
+        "export": _cmd_export,
     }
     try:
         return commands[args.command](args)

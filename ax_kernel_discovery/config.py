@@ -7,13 +7,13 @@ The only environment variables read by the package are documented here and read 
   ``anthropic/claude-sonnet-4-5``, ``ollama/qwen2.5-coder``, ``openai/<alias>``, ``local``).
 * ``AXKD_LLM_API_BASE``: base URL of an OpenAI-compatible server.
 * ``AXKD_LOCAL_MODEL``: path of a GGUF file for ``llm_model="local"``.
-* ``AXKD_DATA_DIR``: benchmark data directory (benchmarks only).
+* ``AXKD_DATA_DIR``: a folder of benchmark data files replacing the bundled ones (benchmarks only).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -93,6 +93,18 @@ class KernelDiscoveryConfig(BaseModel):
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
+    )
+    start_kernels: list[dict[str, Any]] | None = Field(
+        None,
+        description="Kernels that seed a new population beside (or instead of) the paper's start "
+        "set: a kernel library file (see ax_kernel_discovery.library) or a list of library "
+        "kernels / candidates. Stored as the library's entries; each kernel is validated before "
+        "the population uses it.",
+    )
+    keep_start_set: bool = Field(
+        True,
+        description="With start_kernels: keep the paper's start set (RBF, Matern52, RQ, BOCK, SL) "
+        "beside them; False: start from the library alone.",
     )
     # LLM settings (used by proposer="llm" / "direct")
     llm_model: str | None = Field(
@@ -181,6 +193,24 @@ class KernelDiscoveryConfig(BaseModel):
         if value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
             return value
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+
+    @field_validator("start_kernels", mode="before")
+    @classmethod
+    def _library_entries(cls, value: Any) -> list[dict[str, Any]] | None:
+        """A library path or a list of kernels, as the library's (checksummed) entries."""
+        if value is None:
+            return None
+        from ax_kernel_discovery.library import library_entries
+
+        return library_entries(value)
+
+    @model_validator(mode="after")
+    def _start_set(self) -> KernelDiscoveryConfig:
+        if not self.keep_start_set and not self.start_kernels:
+            raise ValueError(
+                "keep_start_set=False needs start_kernels (a population needs kernels)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _replay_needs_cache(self) -> KernelDiscoveryConfig:

@@ -62,7 +62,7 @@ class Population:
     Args:
         start: The start set (also what an empty population resets to).
         size: Maximum number of members kept after each round (the paper's N = 10).
-        patience: Strikes before a base kernel is dropped; other kernels are dropped
+        patience: Strikes before a start kernel is dropped; other kernels are dropped
             at their first strike.
         score_history: How many past scores each member keeps.
 
@@ -82,6 +82,7 @@ class Population:
         if not start:
             raise ValueError("a population needs a non-empty start set")
         self.start = list(start)
+        self._start_keys = {c.key for c in self.start}
         self.size = size
         self.patience = patience
         self.score_history = score_history
@@ -141,7 +142,8 @@ class Population:
     def strike(self, name: str) -> bool:
         """Record that ``name``'s batch did not improve the best value.
 
-        Base kernels are dropped after ``patience`` strikes, others at once.
+        Start kernels (the start set, library kernels included) are dropped after
+        ``patience`` strikes, others at once.
 
         Returns:
             Whether the member was dropped.
@@ -150,7 +152,8 @@ class Population:
             return False
         member = self.get(name)
         member.strikes += 1
-        if member.origin != "base" or member.strikes >= self.patience:
+        is_start = member.origin == "base" or member.candidate.key in self._start_keys
+        if not is_start or member.strikes >= self.patience:
             self.remove(name)
             return True
         return False

@@ -36,6 +36,7 @@ import logging
 import math
 import os
 import platform
+import re
 import time
 import traceback
 import warnings
@@ -132,8 +133,17 @@ class RunConfig(BaseModel):
         return self
 
     @property
+    def method_label(self) -> str:
+        """The method as results name it: ``fixed:<kernel name>`` for a library kernel."""
+        kernel = self.method_options.get("kernel") if self.method == "fixed" else None
+        if isinstance(kernel, dict) and kernel.get("name"):
+            return f"fixed:{kernel['name']}"
+        return self.method
+
+    @property
     def run_id(self) -> str:
-        return f"{self.problem}__{self.method}__seed{self.seed}"
+        method = re.sub(r"[^A-Za-z0-9_.+-]+", "-", self.method_label.replace(":", "-", 1))
+        return f"{self.problem}__{method}__seed{self.seed}"
 
     @property
     def result_path(self) -> Path:
@@ -188,6 +198,18 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             raise UserInputError(str(e)) from None
         except ValueError:
             pass  # an invalid kd_config is reported below
+    if cfg.method == "fixed":
+        from ax_kernel_discovery.library import KernelLibraryError, get_kernel
+
+        if "kernel" not in cfg.method_options:
+            raise UserInputError(
+                "method 'fixed' needs a kernel: --kernel kernels.json:NAME (a library file "
+                "written by `ax-kernel-discovery export`)"
+            )
+        try:
+            get_kernel(cfg.method_options["kernel"])
+        except KernelLibraryError as e:
+            raise UserInputError(str(e)) from None
     if info.max_budget is not None and cfg.budget > info.max_budget:
         raise UserInputError(
             f"method {cfg.method!r} is allowed only for budget <= {info.max_budget} (got {cfg.budget}): "
@@ -586,7 +608,7 @@ def run_experiment(
                 "problem_description": prob.description,
                 "dim": prob.dim,
                 "direction": "minimize" if prob.minimize else "maximize",
-                "method": cfg.method,
+                "method": cfg.method_label,
                 "seed": cfg.seed,
                 "budget": cfg.budget,
                 "batch": cfg.batch,

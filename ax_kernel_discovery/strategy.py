@@ -35,6 +35,16 @@ def optimizer_options(
     }
 
 
+def sobol_step(num_sobol: int, seed: int) -> GenerationNode:
+    """The seeded Sobol design every method starts with (``num_sobol`` trials, all observed)."""
+    return GenerationStep(
+        generator=Generators.SOBOL,
+        num_trials=num_sobol,
+        min_trials_observed=num_sobol,
+        generator_kwargs={"seed": seed},
+    )
+
+
 def botorch_step(
     surrogate: Any,
     botorch_acqf_class: type[AcquisitionFunction] = qLogNoisyExpectedImprovement,
@@ -110,12 +120,7 @@ def kernel_discovery_generation_strategy(
         raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
     surrogate = surrogate or KernelDiscoverySurrogate(config)
     steps: list[GenerationNode] = [
-        GenerationStep(
-            generator=Generators.SOBOL,
-            num_trials=num_sobol,
-            min_trials_observed=num_sobol,
-            generator_kwargs={"seed": config.seed if seed is None else seed},
-        ),
+        sobol_step(num_sobol, config.seed if seed is None else seed),
         botorch_step(
             surrogate,
             botorch_acqf_class=botorch_acqf_class,
@@ -134,4 +139,5 @@ __all__ = [
     "botorch_step",
     "kernel_discovery_generation_strategy",
     "optimizer_options",
+    "sobol_step",
 ]

@@ -216,9 +216,11 @@ class KernelDiscoverySurrogate(Surrogate):
         """One round of kernel discovery; returns the best kernel's fitted model."""
         t_start = time.perf_counter()
         outcome = dataset.outcome_names[0]
-        pop = self.populations.setdefault(outcome, self._new_population())
         X, Y = dataset.X, dataset.Y
         dim = X.shape[-1]
+        if outcome not in self.populations:
+            self.populations[outcome] = self._new_population(dim)
+        pop = self.populations[outcome]
         rec = RoundRecord(round=self.round_index, outcome=outcome, n=X.shape[0], dim=dim)
 
         self._strike(outcome, pop, X, Y, rec)
@@ -333,10 +335,13 @@ class KernelDiscoverySurrogate(Surrogate):
 
     # --- steps -----------------------------------------------------------------------------
 
-    def _new_population(self) -> Population:
-        return Population(
-            start_candidates(), size=self.config.population_size, patience=self.config.patience
-        )
+    def _new_population(self, dim: int | None = None) -> Population:
+        start = start_candidates()
+        if self.config.start_kernels:  # a kernel library seeds the population (validated)
+            from ax_kernel_discovery.library import library_start_candidates
+
+            start = library_start_candidates(self.config, dim)
+        return Population(start, size=self.config.population_size, patience=self.config.patience)
 
     def _strike(
         self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord

@@ -35,7 +35,8 @@ SMALL = {"num_sobol": 4, "num_restarts": 2, "raw_samples": 16, "maxiter": 10}
 
 @pytest.mark.parametrize("name", list(METHODS))
 def test_each_method_builds_a_strategy(name: str) -> None:
-    gs = get_method(name, **SMALL)
+    extra = {"kernel": base_candidate("sl", origin="offline")} if name == "fixed" else {}
+    gs = get_method(name, **SMALL, **extra)
     assert gs.name.startswith("Sobol")
     surrogate = surrogate_of(gs)
     if name == "sobol":
@@ -56,6 +57,10 @@ def test_each_method_builds_a_strategy(name: str) -> None:
     if name in FIXED_KERNELS:
         configs = surrogate.surrogate_spec.model_configs
         assert [c.name for c in configs] == [base_candidate(name).name]
+    if name == "fixed":  # a library kernel
+        assert [c.name for c in surrogate.surrogate_spec.model_configs] == ["SL"]
+        with pytest.raises(TypeError, match="method 'fixed' needs kernel="):
+            get_method("fixed", **SMALL)
     if name == "greedy":
         assert surrogate.surrogate_spec.eval_criterion == "BIC"
         assert [c.name for c in surrogate.surrogate_spec.model_configs] == [
