@@ -7,6 +7,12 @@ network it uses ``llm_model="local"`` (Qwen2.5-Coder GGUF assembled from PyPI; s
 docs/llm.md). Any litellm model works: ``--model gpt-4o`` with ``OPENAI_API_KEY`` set.
 
     python benchmarks/llm_kd_run.py --rounds 2 --model local --size 1.5b
+    python benchmarks/llm_kd_run.py --rounds 10 --proposal-format expression   # structured
+    python benchmarks/llm_kd_run.py --rounds 10 --model offline                # no LLM
+
+``--proposal-format`` picks structured JSON trees (``expression``, the default here) or
+the paper's free-form formulas + code (``code``); ``--model offline`` runs the offline
+operator on the same loop, for the diversity comparison.
 """
 
 from __future__ import annotations
@@ -40,16 +46,25 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repair", action="store_true")
     parser.add_argument("--conversion-style", default="pair", choices=["class", "function", "pair"])
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--proposal-format", default="expression", choices=["expression", "code"])
+    parser.add_argument("--feedback-rounds", type=int, default=3)
+    parser.add_argument("--overlap", action="store_true", help="overlap_proposals=True")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.ERROR)
+    offline = args.model == "offline"
     if args.model == "local" and not os.environ.get("AXKD_LOCAL_MODEL"):
         from ax_kernel_discovery.llm.local_model import assemble_qwen_gguf
 
         os.environ["AXKD_LOCAL_MODEL"] = str(assemble_qwen_gguf(args.size))
     config = KernelDiscoveryConfig(
-        proposer="llm",
-        llm_model=args.model,
+        proposer="offline" if offline else "llm",
+        llm_model=None if offline else args.model,
+        proposal_format=args.proposal_format,
+        feedback_rounds=args.feedback_rounds,
+        overlap_proposals=args.overlap,
+        seed=args.seed,
         num_formulas=args.formulas,
         proposals_per_round=args.formulas + 1,
         repair=args.repair,
@@ -62,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
         population_size=8,
     )
     problem = Branin(dim=args.dim)
-    client = Client(random_seed=0)
+    client = Client(random_seed=args.seed)
     client.configure_experiment(
         parameters=[
             RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
@@ -125,14 +140,26 @@ def main(argv: list[str] | None = None) -> dict:
     accepted = sum(len(r.accepted) for r in surrogate.history)
     stages = Counter(x.stage for r in surrogate.history for x in r.rejected)
     llm_chosen = [
-        r.chosen for r in surrogate.history if r.chosen and r.chosen.startswith(("llm_", "direct_"))
+        r.chosen
+        for r in surrogate.history
+        if r.chosen and r.chosen.startswith(("llm_", "direct_", "expression_", "off_"))
     ]
+    diversities = [r.accepted_diversity for r in surrogate.history if r.accepted_diversity]
+    round_times = [r.timings.get("total", 0.0) for r in surrogate.history]
+    propose_times = [r.timings.get("propose", 0.0) for r in surrogate.history]
     print(
         f"\nvalidity: {accepted}/{proposed} LLM kernels accepted ({100 * accepted / max(proposed, 1):.0f}%)"
     )
     print(f"accepted by origin: {dict(Counter(origins.values()))}")
     print(f"rejections by stage: {dict(stages)}")
-    print(f"rounds where an LLM kernel was chosen: {llm_chosen or 'none'}")
+    print(f"rounds where a proposed kernel was chosen: {llm_chosen or 'none'}")
+    if diversities:
+        mean_div = sum(diversities) / len(diversities)
+        print(f"accepted diversity per round: mean {mean_div:.3f} over {len(diversities)} rounds")
+    print(
+        f"model_selection time per round: mean {sum(round_times) / len(round_times):.1f}s "
+        f"(propose {sum(propose_times) / len(propose_times):.1f}s)"
+    )
     print("population:", [(m.name, m.origin, round(m.score or 0, 4)) for m in surrogate.population])
     proposer = surrogate.proposer
     client_ = getattr(proposer, "client", None)
@@ -144,6 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
         "stages": dict(stages),
         "llm_chosen": llm_chosen,
         "accepted_by_origin": dict(Counter(origins.values())),
+        "accepted_diversity": diversities,
     }
 
 

@@ -39,7 +39,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ax_kernel_discovery.expression import LEAVES, WARPS
+from ax_kernel_discovery.expression import DISTANCE_KERNELS, LEAVES, WARPS
 
 __all__ = [
     "Decoding",
@@ -58,16 +58,38 @@ RATIONALE_MAX_CHARS = 200
 
 
 def leaf_schema(leaves: Sequence[str] | None = None, warps: Sequence[str] | None = None) -> Schema:
-    """A leaf ``{"kernel": ..., "warp": ..., "ard": ...}`` (all fields required, in order)."""
+    """A leaf ``{"kernel": ..., "warp": ..., "ard": ...}`` (all fields required, in order).
+
+    Only the distance kernels may be isotropic (``ard: false``), so when both kinds are
+    allowed the leaf is ``anyOf`` a distance leaf (``ard`` true or false) and another
+    leaf (``ard`` true only): the schema then excludes what the validator would refuse.
+    """
+    names = list(leaves or LEAVES)
+    warp = {"type": "string", "enum": list(warps or WARPS)}
+    distance = [k for k in names if k in DISTANCE_KERNELS]
+    other = [k for k in names if k not in DISTANCE_KERNELS]
+
+    def one(kernels: list[str], ard: Schema) -> Schema:
+        return {
+            "type": "object",
+            "properties": {
+                "kernel": {"type": "string", "enum": kernels},
+                "warp": dict(warp),
+                "ard": ard,
+            },
+            "required": ["kernel", "warp", "ard"],
+            "additionalProperties": False,
+        }
+
+    if not other:
+        return one(distance, {"type": "boolean"})
+    if not distance:
+        return one(other, {"type": "boolean", "enum": [True]})
     return {
-        "type": "object",
-        "properties": {
-            "kernel": {"type": "string", "enum": list(leaves or LEAVES)},
-            "warp": {"type": "string", "enum": list(warps or WARPS)},
-            "ard": {"type": "boolean"},
-        },
-        "required": ["kernel", "warp", "ard"],
-        "additionalProperties": False,
+        "anyOf": [
+            one(distance, {"type": "boolean"}),
+            one(other, {"type": "boolean", "enum": [True]}),
+        ]
     }
 
 
@@ -110,7 +132,8 @@ def kernel_tree_schema(
             "required": ["op", "args"],
             "additionalProperties": False,
         }
-        tree = {"anyOf": [copy.deepcopy(leaf), operator]}
+        alternatives = leaf["anyOf"] if "anyOf" in leaf else [leaf]
+        tree = {"anyOf": [*copy.deepcopy(alternatives), operator]}
     return tree
 
 

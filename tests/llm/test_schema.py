@@ -38,7 +38,14 @@ def _tree(depth: int) -> dict[str, Any]:
 def test_unrolled_schema_has_no_ref_and_no_oneof(depth: int) -> None:
     keys = _keys(kernel_tree_schema(depth))
     assert "$ref" not in keys and "oneOf" not in keys and "$defs" not in keys
-    assert ("anyOf" in keys) == (depth > 1)
+    assert "anyOf" in keys  # leaf kinds (isotropic or not) and, above depth 1, operators
+
+
+def test_schema_allows_isotropic_distance_kernels_only() -> None:
+    schema = kernel_tree_schema(2)
+    jsonschema.validate({"kernel": "rq", "warp": "tanh", "ard": False}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"kernel": "bock", "warp": "identity", "ard": False}, schema)
 
 
 def test_schema_accepts_trees_up_to_its_depth_only() -> None:
