@@ -46,6 +46,32 @@ class KernelDiscoveryConfig(BaseModel):
     criterion: Criterion = Field(
         "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
     )
+    selection: Literal["full", "halving"] = Field(
+        "full",
+        description="full: fit every member each round; halving: score members at last "
+        "round's hyperparameters, fit new kernels, then refit and rescore only the "
+        "halving_keep best (successive halving; see docs/benchmarks.md for its agreement "
+        "with full selection).",
+    )
+    halving_keep: int = Field(
+        3, ge=1, le=200, description="Finalists refitted in selection='halving'."
+    )
+    parsimony_tolerance: float = Field(
+        0.0,
+        ge=0.0,
+        description="Scores within this of the best count as tied; the tied kernel with the "
+        "fewest hyperparameters is chosen (0: always the best score).",
+    )
+    max_kernel_memory_gb: float | None = Field(
+        4.0,
+        gt=0,
+        description="Reject a proposed kernel whose largest intermediate tensor, measured by a "
+        "probe at the run's D and extrapolated to max(2n, memory_probe_n) points, passes this "
+        "(e.g. an n x n x D pairwise tensor: 51 GB at n=1000, D=6392). None: no probe.",
+    )
+    memory_probe_n: int = Field(
+        1000, ge=1, description="Smallest number of points the memory probe extrapolates to."
+    )
     score_top_k: int | None = Field(
         None,
         ge=3,

@@ -20,6 +20,7 @@ made GP fits 25-50x slower.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import time
 
@@ -70,7 +71,14 @@ def _round(gs: GenerationStrategy, client: Client, q: int) -> float:
 
 
 def measure(
-    n: int, dim: int, q: int, device: str, seed: int, opt: dict, kd_options: dict
+    n: int,
+    dim: int,
+    q: int,
+    device: str,
+    seed: int,
+    opt: dict,
+    kd_options: dict,
+    verbose: bool = False,
 ) -> dict[str, float]:
     out: dict[str, float] = {}
     for method in ("rbf", "kd"):
@@ -93,8 +101,16 @@ def measure(
         if method == "kd":
             rec = surrogate.history[-1]
             out["kd_members"] = float(len(rec.scores))
+            out["kd_propose"] = rec.timings.get("propose", 0.0)
+            out["kd_validate"] = rec.timings.get("validate", 0.0)
             out["kd_fit_and_score"] = rec.timings["fit_and_score"]
             out["kd_selection_total"] = rec.timings["total"]
+            out["kd_acquisition"] = out["kd"] - rec.timings["total"]
+            out["kd_chosen"] = rec.chosen  # type: ignore[assignment]
+            if verbose:
+                for key, value in sorted(rec.timings.items()):
+                    if key.startswith("fit:"):
+                        print(f"      {key[4:]:<40} {value:6.2f} s", flush=True)
     return out
 
 
@@ -114,6 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--fit-maxiter", type=int, default=None, help="KD member fit cap (default: config's)"
     )
+    parser.add_argument(
+        "--kd-config", type=json.loads, default={}, help="KernelDiscoveryConfig fields (JSON)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="print each member's fit time")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     set_ax_logger_levels(logging.ERROR)
@@ -126,16 +146,21 @@ def main(argv: list[str] | None = None) -> None:
         f"torch {torch.__version__}, threads={torch.get_num_threads()}, device={args.device}, q={args.q}, "
         f"acquisition: qLogNEI, {opt}"
     )
+    print(f"kernel discovery config: {args.kd_config or 'default'}")
     print(
-        f"{'n':>5} {'D':>5} {'RBF round s':>12} {'KD round s':>11} {'ratio':>6} {'KD members':>10} {'KD fit+score s':>15}"
+        f"{'n':>5} {'D':>5} {'RBF round s':>12} {'KD round s':>11} {'ratio':>6} "
+        f"{'members':>7} {'propose':>8} {'validate':>8} {'fit+score':>9} {'acq.':>6}  chosen"
     )
     for n in args.n:
         for dim in args.dims:
-            kd_options = {} if args.fit_maxiter is None else {"fit_maxiter": args.fit_maxiter}
-            r = measure(n, dim, args.q, args.device, args.seed, opt, kd_options)
+            kd_options = dict(args.kd_config)
+            if args.fit_maxiter is not None:
+                kd_options["fit_maxiter"] = args.fit_maxiter
+            r = measure(n, dim, args.q, args.device, args.seed, opt, kd_options, args.verbose)
             print(
                 f"{n:5d} {dim:5d} {r['rbf']:12.1f} {r['kd']:11.1f} {r['kd'] / r['rbf']:6.2f} "
-                f"{int(r['kd_members']):10d} {r['kd_fit_and_score']:15.1f}",
+                f"{int(r['kd_members']):7d} {r['kd_propose']:8.2f} {r['kd_validate']:8.2f} "
+                f"{r['kd_fit_and_score']:9.1f} {r['kd_acquisition']:6.1f}  {r['kd_chosen']}",
                 flush=True,
             )
 
