@@ -60,6 +60,7 @@ from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.compositional import CompositionalProposer
+from ax_kernel_discovery.storage import register_surrogate_class
 from ax_kernel_discovery.strategy import botorch_step, sobol_step
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord, model_config_for
 
@@ -536,15 +537,7 @@ def surrogate_of(gs: GenerationStrategy) -> Any:
     return None
 
 
-def _register_storage() -> None:
-    from ax.storage.json_store.encoders import surrogate_to_dict
-    from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
-
-    CORE_ENCODER_REGISTRY[CompositionalSearchSurrogate] = surrogate_to_dict
-    CORE_DECODER_REGISTRY["CompositionalSearchSurrogate"] = CompositionalSearchSurrogate
-
-
-_register_storage()
+register_surrogate_class(CompositionalSearchSurrogate)
 
 __all__ = [
     "COMPOSITIONAL_DEFAULTS",

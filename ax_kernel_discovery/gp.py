@@ -9,6 +9,7 @@ with the model config by Ax.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ax.generators.torch.botorch_modular.utils import fit_botorch_model
@@ -18,7 +19,23 @@ from gpytorch.mlls import MarginalLogLikelihood
 
 
 class KernelDiscoveryGP(SingleTaskGP):
-    """BoTorch ``SingleTaskGP``, fitted with kernel discovery's time limit."""
+    """BoTorch ``SingleTaskGP``, fitted with kernel discovery's time limit.
+
+    ``load_state_dict`` also takes a partial state dict: the entries it lacks keep this
+    model's values. Kernel discovery warm-starts a fit from last round's fitted
+    *parameters* only; buffers (prior and constraint constants, the input transform's
+    bounds) come from the model as Ax just built it.
+    """
+
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        keep_transforms: bool = True,
+        assign: bool = False,
+    ) -> None:
+        full = {**self.state_dict(), **state_dict}
+        super().load_state_dict(full, strict=strict, keep_transforms=keep_transforms, assign=assign)
 
 
 @fit_botorch_model.register(KernelDiscoveryGP)

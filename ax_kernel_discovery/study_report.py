@@ -292,6 +292,77 @@ def study_summary(
     return summary
 
 
+def transfer_summary(
+    transfer_dir: str | Path, results: Sequence[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The transfer experiment: a kernel found on one problem, fixed on others.
+
+    Reads ``kernels.json`` and the runs in ``transfer_dir`` (``benchmarks/transfer.py``)
+    and compares, per target problem and on the seeds both have, the transferred kernel
+    with RBF (from ``transfer_dir``) and with the study's Ax default and start kernels.
+    ``None`` when there is no finished transfer run.
+    """
+    transfer_dir = Path(transfer_dir)
+    library = transfer_dir / "kernels.json"
+    try:
+        runs = load_results(transfer_dir)
+        kernel = json.loads(library.read_text())["kernels"][0]
+    except (FileNotFoundError, KeyError, IndexError, json.JSONDecodeError):
+        return None
+    fixed = [r for r in runs if r["method"] == "fixed"]
+    out: dict[str, Any] = {"kernel": kernel.get("name"), "formula": kernel.get("formula")}
+    out["problems"] = {}
+    for p in dict.fromkeys(r["problem"] for r in fixed):
+        minimize = next(r["direction"] == "minimize" for r in fixed if r["problem"] == p)
+        mine = _by_seed(fixed, p, "fixed")
+        rows: dict[str, Any] = {}
+        for label, pool, method in [
+            ("transferred", fixed, "fixed"),
+            ("rbf", runs, "rbf"),
+            *[(m, results, m) for m in ("ax_default", "matern52", "bock", "sl", "kd")],
+        ]:
+            other = {s: v for s, v in _by_seed(pool, p, method).items() if s in mine}
+            if not other:
+                continue
+            rows[label] = {
+                "n_seeds": len(other),
+                "mean": float(np.mean(list(other.values()))),
+                "se": standard_error(list(other.values())),
+                "transferred_vs": None
+                if label == "transferred"
+                else paired_comparison(mine, other, minimize),
+            }
+        out["problems"][p] = rows
+    return out
+
+
+def _transfer_markdown(summary: Mapping[str, Any]) -> list[str]:
+    t = summary.get("transfer")
+    if not t:
+        return [
+            "No finished transfer run yet (`python benchmarks/transfer.py --source "
+            "<a kd result JSON>`)."
+        ]
+    lines = [
+        f"Kernel `{t['kernel']}`: {t['formula'][:200]}",
+        "",
+        "| target | method | best value (seeds) | transferred vs it (W/T/L, Δ) |",
+        "|---|---|---|---|",
+    ]
+    for p, rows in t["problems"].items():
+        for label, row in rows.items():
+            vs = row["transferred_vs"]
+            versus = (
+                "–"
+                if vs is None
+                else f"{vs['wins']}/{vs['ties']}/{vs['losses']}, Δ={_fmt(vs['mean_diff'])}"
+            )
+            lines.append(
+                f"| {p} | {label} | {_pm(row['mean'], row['se'], row['n_seeds'])} | {versus} |"
+            )
+    return lines
+
+
 # ------------------------------------------------------------------ markdown
 
 
@@ -466,6 +537,7 @@ def write_study_report(
         except FileNotFoundError:
             continue
     summary = study_summary(results, variants, protocol)
+    summary["transfer"] = transfer_summary(results_dir.parent / "transfer", results)
     (results_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
 
     markdown = Path(markdown)
@@ -557,6 +629,15 @@ def write_study_report(
         "",
         *_variants_markdown(summary),
         "",
+        "## Transfer: a discovered kernel reused as a fixed kernel",
+        "",
+        "The paper reused a kernel found on SVM on the other benchmarks. Here the best kernel "
+        "of a kd run is exported (`ax-kernel-discovery export`) and run as a fixed kernel on "
+        "other problems with the study's protocol and seeds (`benchmarks/transfer.py`); "
+        "positive Δ: the transferred kernel is better.",
+        "",
+        *_transfer_markdown(summary),
+        "",
     ]
     timings = timing_table(results, list(protocol.methods))
     if timings:
@@ -580,5 +661,6 @@ __all__ = [
     "spearman",
     "standard_error",
     "study_summary",
+    "transfer_summary",
     "write_study_report",
 ]

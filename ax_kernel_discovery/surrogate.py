@@ -58,6 +58,12 @@ from ax_kernel_discovery.selection import (
     prior_covariance,
     score,
 )
+from ax_kernel_discovery.surrogate_state import (
+    LastChoice,
+    decode_tensors,
+    encode_tensors,
+    warm_parameters,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -156,9 +162,15 @@ class KernelDiscoverySurrogate(Surrogate):
         self.objective_weights: dict[str, float] = {}
         self.round_index = 0
         self._proposer: Proposer | None = None
+        #: Fitted parameters of every member, float32 (see :mod:`.surrogate_state`).
         self._warm: dict[tuple[str, str], dict[str, Tensor]] = {}
+        #: Dedup fingerprints by candidate key: a cache, recomputed after a reload.
         self._signatures: dict[str, Tensor] = {}
-        self._last_choice: dict[str, tuple[str, set[int]]] = {}
+        self._last_choice: dict[str, LastChoice] = {}
+        #: A loaded proposer state, applied when the proposer is next used.
+        self._proposer_state: dict[str, Any] | None = None
+        #: Set while Ax stores a generator run's copy (see :mod:`ax_kernel_discovery.storage`).
+        self._record_only = False
         self._prefetch: dict[tuple[str, int, int], Future[Proposal]] = {}
         self._executor: ThreadPoolExecutor | None = None
         #: Last round's fitted model of every member, per outcome (not saved; diagnostics).
@@ -276,7 +288,7 @@ class KernelDiscoverySurrogate(Surrogate):
             best = pop.get(best_name)
             best.times_chosen += 1
             rec.chosen, rec.chosen_formula, rec.chosen_score = best_name, best.formula, best_score
-            self._last_choice[outcome] = (best_name, set(_row_hashes(X)))
+            self._last_choice[outcome] = LastChoice.of(best_name, X, Y)
         rec.scores = {k: v[2] for k, v in models.items()}
         self.fitted_models[outcome] = {k: v[0] for k, v in models.items()}
         rec.population = pop.names
@@ -313,14 +325,38 @@ class KernelDiscoverySurrogate(Surrogate):
     # --- state -----------------------------------------------------------------------------
 
     def state_dict_json(self) -> dict[str, Any]:
-        """Population, history and round counter as plain JSON data."""
-        return {
+        """Everything the next round needs, as plain JSON data.
+
+        Population, history (the last ``history_limit`` rounds) and round counter; the
+        warm-start parameters of the members, the last choice (for the strike rule) and
+        the proposer's dedup keys, so that a reloaded run continues exactly as an
+        uninterrupted one (see :mod:`ax_kernel_discovery.surrogate_state`). While Ax
+        stores a generator run's copy (``_record_only``), only the round counter and
+        the objective weights: the generation strategy holds the state.
+        """
+        state: dict[str, Any] = {
             "round_index": self.round_index,
             "objective_weights": dict(self.objective_weights),
+        }
+        if self._record_only:
+            return {**state, "record": True}
+        members = {(o, m.name) for o, pop in self.populations.items() for m in pop}
+        warm: dict[str, dict[str, Any]] = {}
+        for (outcome, name), params in self._warm.items():
+            if (outcome, name) in members:
+                warm.setdefault(outcome, {})[name] = encode_tensors(params)
+        proposer = self._proposer_state
+        if self._proposer is not None:
+            proposer = self._proposer.state_dict()
+        return {
+            **state,
             "populations": {k: p.to_dict() for k, p in self.populations.items()},
             "history": [
                 r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]
             ],
+            "last_choice": {k: v.model_dump() for k, v in self._last_choice.items()},
+            "warm_parameters": warm,
+            "proposer": proposer or {},
         }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
@@ -332,6 +368,15 @@ class KernelDiscoverySurrogate(Surrogate):
             k: Population.from_dict(v) for k, v in state.get("populations", {}).items()
         }
         self.history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
+        self._last_choice = {
+            k: LastChoice.model_validate(v) for k, v in state.get("last_choice", {}).items()
+        }
+        self._warm = {
+            (outcome, name): decode_tensors(encoded)
+            for outcome, by_name in state.get("warm_parameters", {}).items()
+            for name, encoded in by_name.items()
+        }
+        self._proposer_state = dict(state.get("proposer") or {}) or None
 
     # --- steps -----------------------------------------------------------------------------
 
@@ -350,12 +395,10 @@ class KernelDiscoverySurrogate(Surrogate):
         weight = self.objective_weights.get(outcome)
         if last is None or not weight:
             return
-        name, seen = last
-        is_new = torch.tensor([h not in seen for h in _row_hashes(X)], device=X.device)
-        if not is_new.any() or is_new.all():
+        improved = last.improved(X, Y, weight)
+        if improved is None:
             return
-        y = Y.reshape(-1) * weight
-        improved = bool(y[is_new].max() > y[~is_new].max())
+        name = last.name
         rec.previous_improved = improved
         if not improved:
             rec.struck = name
@@ -367,6 +410,9 @@ class KernelDiscoverySurrogate(Surrogate):
         n = self.config.proposals_per_round
         if n == 0 or self.config.proposer == "none":
             return Proposal()
+        if self._proposer_state is not None:  # reloaded: the proposer's dedup keys
+            self.proposer.load_state_dict(self._proposer_state)
+            self._proposer_state = None
         proposal = None
         prefetched = self._prefetch.pop((outcome, self.round_index, dim), None)
         if prefetched is not None:
@@ -570,12 +616,5 @@ class KernelDiscoverySurrogate(Surrogate):
             )
             return None
         rec.timings[f"fit:{cand.name}"] = time.perf_counter() - t0
-        self._warm[(outcome, cand.name)] = {
-            k: v.detach().clone() for k, v in model.state_dict().items()
-        }
+        self._warm[(outcome, cand.name)] = warm_parameters(model)
         return model, config, value
-
-
-def _row_hashes(X: Tensor) -> list[int]:
-    """One hash per training row, to tell last round's points from new ones."""
-    return [hash(r.tobytes()) for r in X.detach().cpu().numpy()]

@@ -181,3 +181,27 @@ def test_study_configs_order_and_protocol() -> None:
         "out", methods=["kd"], kd_config={"criterion": "mll"}, method_suffix="v"
     )
     assert all(c.out == "out/v" and c.kd_config == {"criterion": "mll"} for c in variant)
+
+
+def test_transfer_summary_pairs_the_transferred_kernel(tmp_path) -> None:
+    from ax_kernel_discovery.study_report import transfer_summary
+
+    transfer = tmp_path / "transfer"
+    transfer.mkdir()
+    kernel = {"name": "off_r1_0:(sl*bock)", "formula": "k = SL * BOCK"}
+    (transfer / "kernels.json").write_text(json.dumps({"kernels": [kernel]}))
+    for s, (mine, rbf) in enumerate([(1.0, 2.0), (1.5, 1.0)]):
+        for m, best in (("fixed", mine), ("rbf", rbf)):
+            (transfer / f"p1__{m}__seed{s}.json").write_text(
+                json.dumps(_fake_result("p1", m, s, best))
+            )
+    study = [_fake_result("p1", "sl", 0, 3.0), _fake_result("p1", "sl", 7, 0.0)]
+    out = transfer_summary(transfer, study)
+    assert out is not None and out["kernel"] == kernel["name"]
+    rows = out["problems"]["p1"]
+    assert rows["transferred"]["mean"] == pytest.approx(1.25)
+    vs_rbf = rows["rbf"]["transferred_vs"]
+    assert (vs_rbf["wins"], vs_rbf["losses"]) == (1, 1)  # minimise: 1 < 2, 1.5 > 1
+    assert rows["sl"]["n_seeds"] == 1  # only seed 0 is shared with the transfer runs
+    assert rows["sl"]["transferred_vs"]["wins"] == 1
+    assert transfer_summary(tmp_path / "missing", study) is None

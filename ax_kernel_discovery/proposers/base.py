@@ -9,10 +9,12 @@ already knows about (e.g. unparsable LLM replies). Proposers do not import Ax.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.surrogate_state import decode_keys, encode_keys
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,23 @@ class Proposal:
     usage: dict[str, float] = field(default_factory=dict)
 
 
+class SeenKeysMixin:
+    """For proposers that never propose a kernel twice: the content keys they have seen.
+
+    ``_seen`` holds :attr:`KernelCandidate.key` of every member and proposal seen; it is
+    saved with the surrogate (8 bytes per key), so that a reloaded run proposes what an
+    uninterrupted one would.
+    """
+
+    _seen: set[str]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seen": encode_keys(self._seen)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._seen = decode_keys(state.get("seen", ""))
+
+
 class Proposer(abc.ABC):
     """Base class of kernel proposers.
 
@@ -57,6 +76,17 @@ class Proposer(abc.ABC):
         Called by the surrogate at the end of every round. The default ignores it;
         the LLM proposers put the last rounds' refusals into their next prompts.
         """
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the proposer remembers across rounds, as JSON data (saved by the surrogate).
+
+        The default remembers nothing.
+        """
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned (after a reload)."""
         return None
 
     @abc.abstractmethod

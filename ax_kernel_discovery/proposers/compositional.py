@@ -41,7 +41,12 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import Spec, leaf, leaves, short_name
 from ax_kernel_discovery.expression import formula as spec_formula
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.proposers.base import (
+    MemberSummary,
+    Proposal,
+    Proposer,
+    SeenKeysMixin,
+)
 
 OPERATORS: tuple[str, ...] = ("sum", "product")
 
@@ -66,7 +71,7 @@ def num_base_kernels(spec: Spec) -> int:
     return len(list(leaves(spec)))
 
 
-class CompositionalProposer(Proposer):
+class CompositionalProposer(SeenKeysMixin, Proposer):
     """Expand the best member by ``+ B`` and ``x B`` for each base kernel ``B``.
 
     Args:

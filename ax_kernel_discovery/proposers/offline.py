@@ -41,7 +41,12 @@ from ax_kernel_discovery.expression import (
     validate_spec,
 )
 from ax_kernel_discovery.kernels.warped import WARP_FORMULAS
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.proposers.base import (
+    MemberSummary,
+    Proposal,
+    Proposer,
+    SeenKeysMixin,
+)
 
 MUTATIONS: tuple[str, ...] = ("warp", "swap_base", "isotropic", "poly_feature")
 CLASSIC_WARPS: tuple[str, ...] = tuple(w for w in WARP_FORMULAS if w != "identity")
@@ -49,7 +54,7 @@ EXTENDED_WARPS: tuple[str, ...] = tuple(w for w in WARPS if w != "identity")
 Grammar = Literal["classic", "extended"]
 
 
-class OfflineEvolutionProposer(Proposer):
+class OfflineEvolutionProposer(SeenKeysMixin, Proposer):
     """Mutation and composition of expression-tree members (deterministic per seed).
 
     Args:
