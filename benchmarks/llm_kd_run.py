@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--feedback-rounds", type=int, default=3)
     parser.add_argument("--overlap", action="store_true", help="overlap_proposals=True")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.7)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.ERROR)
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
         feedback_rounds=args.feedback_rounds,
         overlap_proposals=args.overlap,
         seed=args.seed,
+        llm_temperature=args.temperature,
         num_formulas=args.formulas,
         proposals_per_round=args.formulas + 1,
         repair=args.repair,

@@ -155,10 +155,8 @@ class ExpressionLLMProposer(LLMProposerBase):
         )
 
     def _describe_member(self, member: MemberSummary) -> str:
-        spec = member.candidate.spec
-        if spec is None:
-            return super()._describe_member(member)
-        return f"{member.name}: {json.dumps(spec, separators=(',', ':'))}"
+        # names only: a JSON tree in the feedback is what a small model copies next
+        return member.name
 
     # ----------------------------------------------------------------- propose
     def propose(
@@ -255,7 +253,8 @@ class ExpressionLLMProposer(LLMProposerBase):
                 origin="discovery",
                 spec=spec,
             )
-            self._described[cand.name] = json.dumps(spec, separators=(",", ":"))
+            # compact notation, not JSON: small models copy JSON trees they see last
+            self._described[cand.name] = short_name(spec)
             if cand.key in known:
                 self._described[base] = self._described[cand.name]
                 proposal.rejections.append(
