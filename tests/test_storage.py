@@ -14,8 +14,10 @@ runs alike.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,8 @@ from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")
+# SQLAlchemy 2 on Ax's own column type (Ax's code, harmless)
+pytestmark = pytest.mark.filterwarnings("ignore:TypeDecorator JSONEncodedText")
 
 set_ax_logger_levels(logging.WARNING)
 
@@ -213,3 +217,28 @@ def test_the_full_state_is_written_once_per_file(straight: Client, tmp_path: Pat
     )
     loaded = Client.load_from_json_file(str(path))
     assert_same_state(surrogate_of(straight), surrogate_of(loaded))
+
+
+# -------------------------------------------------------------------------- pickling
+
+
+def test_the_fitted_surrogate_and_its_model_pickle(straight: Client) -> None:
+    surrogate = surrogate_of(straight)
+    model = surrogate.model
+    X_test = torch.rand(5, DIM, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    with torch.no_grad():
+        want = model.posterior(X_test)
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    copy = pickle.loads(pickle.dumps(surrogate))
+    assert copy.state_dict_json() == surrogate.state_dict_json()
+    for other in (
+        pickle.loads(pickle.dumps(model)),
+        torch.load(buffer, weights_only=False),
+        copy.model,
+    ):
+        with torch.no_grad():
+            got = other.posterior(X_test)
+        torch.testing.assert_close(got.mean, want.mean)
+        torch.testing.assert_close(got.variance, want.variance)
