@@ -11,7 +11,7 @@ uninterrupted one would.
 **One full copy per file.** Ax stores the generator's keyword arguments with every
 generator run, and they hold the surrogate, the same object each round: written in full,
 every trial would carry a copy of the whole state (the SQL store keeps one per row, the
-JSON file two per generator run, all of the latest state). So the surrogate is written
+JSON file three per generator run, all of the latest state). So the surrogate is written
 in full only among the generation strategy node's generator specs (what a reload
 continues from); each generator run, and the node's cached "spec to generate from"
 (which Ax does not read back), keep a record of it: configuration, chosen model config,

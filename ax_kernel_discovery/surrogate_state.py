@@ -14,7 +14,7 @@ history, the next round needs:
   D-dimensional problem holds about D numbers per ARD leaf (ARD lengthscales), so a
   population of 10 at D = 6392 with one or two ARD leaves per member stores about
   0.35-0.7 MB, once per saved strategy (Ax's own generator runs copy the search space,
-  ~1 MB each at that D);
+  ~1.5 MB each at that D);
 * **the last choice**, for the strike rule: the chosen member, how many training rows
   there were, and a digest of the best row for either direction. Rows are identified
   by a BLAKE2 digest of their bytes, stable across processes (Python's ``hash`` of
