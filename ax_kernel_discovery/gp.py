@@ -27,7 +27,7 @@ class KernelDiscoveryGP(SingleTaskGP):
     bounds) come from the model as Ax just built it.
     """
 
-    def load_state_dict(
+    def load_state_dict(  # type: ignore[override]  # BoTorch's signature (keep_transforms)
         self,
         state_dict: Mapping[str, Any],
         strict: bool = True,
