@@ -50,7 +50,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--feedback-rounds", type=int, default=3)
     parser.add_argument("--overlap", action="store_true", help="overlap_proposals=True")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="llm_temperature (default: the config's, 1.0 for structured local calls)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.ERROR)
@@ -66,7 +71,6 @@ def main(argv: list[str] | None = None) -> dict:
         feedback_rounds=args.feedback_rounds,
         overlap_proposals=args.overlap,
         seed=args.seed,
-        llm_temperature=args.temperature,
         num_formulas=args.formulas,
         proposals_per_round=args.formulas + 1,
         repair=args.repair,
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
         llm_cache_dir=args.cache_dir,
         llm_mode="live",  # with --cache-dir: read-through cache, new replies recorded
         population_size=8,
+        **({} if args.temperature is None else {"llm_temperature": args.temperature}),
     )
     problem = Branin(dim=args.dim)
     client = Client(random_seed=args.seed)

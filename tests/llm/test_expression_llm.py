@@ -160,3 +160,14 @@ def test_proposal_format_auto(fields: dict[str, Any], expected: type) -> None:
     assert type(proposer) is expected
     resolved = "expression" if expected is ExpressionLLMProposer else "code"
     assert config.resolved_proposal_format() == resolved
+
+
+def test_local_structured_calls_sample_hotter_unless_told() -> None:
+    from ax_kernel_discovery.proposers.from_config import LOCAL_STRUCTURED_TEMPERATURE
+
+    local = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
+    assert local._client_kwargs["temperature"] == LOCAL_STRUCTURED_TEMPERATURE == 1.0
+    mine = KernelDiscoveryConfig(proposer="llm", llm_model="local", llm_temperature=0.7)
+    assert proposer_from_config(mine)._client_kwargs["temperature"] == 0.7
+    code = KernelDiscoveryConfig(proposer="llm", llm_model="local", proposal_format="code")
+    assert proposer_from_config(code)._client_kwargs["temperature"] == 0.7
