@@ -158,6 +158,8 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         search_space_digest: SearchSpaceDigest,
         outcome: str,
         rec: RoundRecord,
+        refit: bool = True,
+        cold_factor: int = 4,
     ) -> tuple[Model, ModelConfig, float] | None:
         if (
             self.config.warm_start
@@ -170,7 +172,9 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
                 state = None
             if state is not None:
                 self._warm[(outcome, cand.name)] = state
-        return super()._fit_and_score(cand, dataset, search_space_digest, outcome, rec)
+        return super()._fit_and_score(
+            cand, dataset, search_space_digest, outcome, rec, refit=refit, cold_factor=cold_factor
+        )
 
 
 _COVAR = "covar_module.inner."

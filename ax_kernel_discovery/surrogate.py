@@ -49,6 +49,7 @@ from ax_kernel_discovery.diversity import (
 )
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
@@ -247,15 +248,13 @@ class KernelDiscoverySurrogate(Surrogate):
         rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
 
         t0 = time.perf_counter()
-        accepted = self._validate(proposal.candidates, pop, dim, rec)
+        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0])
         rec.timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        models: dict[str, tuple[Model, ModelConfig, float]] = {}
-        for cand in [m.candidate for m in pop] + accepted:
-            fitted = self._fit_and_score(cand, dataset, search_space_digest, outcome, rec)
-            if fitted is not None:
-                models[cand.name] = fitted
+        models = self._fit_all(
+            [m.candidate for m in pop] + accepted, dataset, search_space_digest, outcome, rec
+        )
         rec.timings["fit_and_score"] = time.perf_counter() - t0
 
         for cand in accepted:
@@ -283,7 +282,7 @@ class KernelDiscoverySurrogate(Surrogate):
             model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
             best_config = ModelConfig()
         else:
-            best_name = min(models, key=lambda k: models[k][2])
+            best_name = self._choose(models)
             model, best_config, best_score = models[best_name]
             best = pop.get(best_name)
             best.times_chosen += 1
@@ -478,7 +477,12 @@ class KernelDiscoverySurrogate(Surrogate):
         return state
 
     def _validate(
-        self, candidates: list[KernelCandidate], pop: Population, dim: int, rec: RoundRecord
+        self,
+        candidates: list[KernelCandidate],
+        pop: Population,
+        dim: int,
+        rec: RoundRecord,
+        n: int = 0,
     ) -> list[KernelCandidate]:
         from ax_kernel_discovery.validation import check_kernel, validate_kernel_code
 
@@ -527,6 +531,10 @@ class KernelDiscoverySurrogate(Surrogate):
                     )
                 )
                 continue
+            memory = self._memory_rejection(cand, dim, n)
+            if memory is not None:
+                rec.rejected.append(memory)
+                continue
             try:
                 sig = gram_signature(cand.build(dim).double(), points)
             except Exception as e:  # noqa: BLE001
@@ -560,6 +568,98 @@ class KernelDiscoverySurrogate(Surrogate):
             accepted.append(cand)
         return accepted
 
+    def _fit_all(
+        self,
+        cands: list[KernelCandidate],
+        dataset: SupervisedDataset,
+        search_space_digest: SearchSpaceDigest,
+        outcome: str,
+        rec: RoundRecord,
+    ) -> dict[str, tuple[Model, ModelConfig, float]]:
+        """Fit and score every kernel: in full, or by successive halving.
+
+        ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
+        kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
+        hyperparameters is scored at them without refitting (a round adds a few points
+        to many, so its hyperparameters barely move), a new kernel gets ``fit_maxiter``
+        steps; then the ``halving_keep`` best are fitted exactly as the full procedure
+        fits them (from the same warm start, with the same number of steps) and scored
+        again, so a finalist's score is the one full selection would give it. Kernels
+        that were only screened keep their screen hyperparameters and scores.
+        """
+        models: dict[str, tuple[Model, ModelConfig, float]] = {}
+        halving = self.config.selection == "halving" and len(cands) > self.config.halving_keep
+        warm_before = dict(self._warm)
+        for cand in cands:
+            screen = halving and (outcome, cand.name) in self._warm
+            fitted = self._fit_and_score(
+                cand,
+                dataset,
+                search_space_digest,
+                outcome,
+                rec,
+                refit=not screen,
+                cold_factor=1 if halving else 4,
+            )
+            if fitted is not None:
+                models[cand.name] = fitted
+        if not halving:
+            return models
+        finalists = sorted(models, key=lambda k: models[k][2])[: self.config.halving_keep]
+        by_name = {c.name: c for c in cands}
+        for name in finalists:
+            key = (outcome, name)
+            if key in warm_before:
+                self._warm[key] = warm_before[key]
+            else:
+                self._warm.pop(key, None)
+            fitted = self._fit_and_score(by_name[name], dataset, search_space_digest, outcome, rec)
+            if fitted is None:
+                models.pop(name)
+            else:
+                models[name] = fitted
+        rec.timings["finalists"] = float(len(finalists))
+        return models
+
+    def _choose(self, models: dict[str, tuple[Model, ModelConfig, float]]) -> str:
+        """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
+
+        Kernels whose score is within ``parsimony_tolerance`` of the best are taken as
+        tied, and the one with the fewest hyperparameters wins (the acquisition optimizer
+        evaluates the chosen kernel thousands of times).
+        """
+        best = min(models, key=lambda k: models[k][2])
+        tol = self.config.parsimony_tolerance
+        if tol <= 0:
+            return best
+        near = [k for k in models if models[k][2] <= models[best][2] + tol]
+        return min(
+            near, key=lambda k: (num_hyperparameters(models[k][0].covar_module), models[k][2])
+        )
+
+    def _memory_rejection(self, cand: KernelCandidate, dim: int, n: int) -> Rejection | None:
+        """A rejection when the kernel's largest intermediate would pass the memory limit.
+
+        Measured by :func:`~ax_kernel_discovery.memory.probe_kernel_memory` at the run's
+        ``D``, extrapolated to ``max(2 n, memory_probe_n)`` points (room for the run to grow).
+        """
+        limit = self.config.max_kernel_memory_gb
+        if limit is None:
+            return None
+        n_probe = max(2 * n, self.config.memory_probe_n)
+        try:
+            probe = probe_kernel_memory(cand.build(dim), dim, n_probe)
+        except Exception as e:  # noqa: BLE001 - the validator already ran it; be safe
+            return Rejection(name=cand.name, stage="memory", reason=f"probe failed: {e!r}"[:300])
+        if probe.predicted_bytes <= limit * 1e9:
+            return None
+        return Rejection(
+            name=cand.name,
+            stage="memory",
+            reason=f"{probe.describe(n_probe, dim)} > max_kernel_memory_gb={limit}",
+            formula=cand.formula,
+        )
+
     def _diversity(self, keys: list[str]) -> float | None:
         """The paper's Gram-matrix diversity of the kernels with these keys."""
         sigs = [self._signatures[k] for k in keys if k in self._signatures]
@@ -572,16 +672,24 @@ class KernelDiscoverySurrogate(Surrogate):
         search_space_digest: SearchSpaceDigest,
         outcome: str,
         rec: RoundRecord,
+        refit: bool = True,
+        cold_factor: int = 4,
     ) -> tuple[Model, ModelConfig, float] | None:
+        """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
+
+        A cold start gets ``cold_factor`` times ``fit_maxiter`` steps; ``refit=False``
+        scores the model at last round's hyperparameters (it needs a warm state).
+        """
         warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
         maxiter = self.config.fit_maxiter
         if maxiter is not None and warm is None:
-            maxiter *= 4  # a cold start needs more iterations than a warm one
+            maxiter *= cold_factor  # a cold start needs more iterations than a warm one
+        refit = refit or warm is None
         config = model_config_for(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:
             try:
-                model = self._construct_model(dataset, search_space_digest, config, warm, True)
+                model = self._construct_model(dataset, search_space_digest, config, warm, refit)
             except RuntimeError:
                 if warm is None:
                     raise
@@ -615,6 +723,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 )
             )
             return None
-        rec.timings[f"fit:{cand.name}"] = time.perf_counter() - t0
+        key = f"fit:{cand.name}"
+        rec.timings[key] = rec.timings.get(key, 0.0) + time.perf_counter() - t0
         self._warm[(outcome, cand.name)] = warm_parameters(model)
         return model, config, value

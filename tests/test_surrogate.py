@@ -240,3 +240,50 @@ def test_a_dropped_members_twin_may_come_back() -> None:
     pop.remove("RBF")
     rec = RoundRecord(round=1, outcome="f", n=0, dim=6)
     assert [c.name for c in s._validate([twin], pop, 6, rec)] == ["twin"]
+
+
+def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
+    config = KernelDiscoveryConfig(
+        population_size=6,
+        proposals_per_round=2,
+        fit_maxiter=30,
+        seed=0,
+        selection="halving",
+        halving_keep=2,
+    )
+    client = make_client(config)
+    surrogate = surrogate_of(client)
+    refits: list[tuple[str, bool]] = []
+    fit_and_score = surrogate._fit_and_score
+
+    def spy(cand, *args, refit=True, **kwargs):  # type: ignore[no-untyped-def]
+        warm = ("f", cand.name) in surrogate._warm
+        refits.append((cand.name, refit or not warm))
+        return fit_and_score(cand, *args, refit=refit, **kwargs)
+
+    surrogate._fit_and_score = spy  # type: ignore[method-assign]
+    run_batch(client, 10)
+    run_batch(client, 4)  # first BO round: no warm states, every kernel is fitted
+    refits.clear()
+    run_batch(client, 4)  # second round: members are screened at their warm states
+    rec = surrogate.history[-1]
+    fitted = [name for name, did_fit in refits if did_fit]
+    members = set(rec.scores) - set(rec.proposed)
+    screened_only = [name for name in members if name not in fitted]
+    assert rec.timings["finalists"] == 2
+    assert len(screened_only) >= len(members) - 2  # at most the 2 finalists were refitted
+    assert rec.chosen in rec.scores and len(rec.scores) >= len(members)
+    assert rec.chosen == min(rec.scores, key=rec.scores.get)
+
+
+def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
+    class _Model:
+        def __init__(self, k: int) -> None:
+            import torch
+
+            self.covar_module = torch.nn.Linear(k, 1, bias=False)
+
+    models = {"big": (_Model(50), None, 0.100), "small": (_Model(2), None, 0.101)}
+    loose = KernelDiscoverySurrogate(KernelDiscoveryConfig(parsimony_tolerance=0.01))
+    assert loose._choose(models) == "small"  # type: ignore[arg-type]
+    assert KernelDiscoverySurrogate()._choose(models) == "big"  # type: ignore[arg-type]
