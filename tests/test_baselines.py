@@ -19,6 +19,7 @@ from ax_kernel_discovery.baselines import (
     reuse_hyperparameters,
     surrogate_of,
 )
+from ax_kernel_discovery.cake import CakeSurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import Population, base_candidate, start_candidates
@@ -36,6 +37,8 @@ SMALL = {"num_sobol": 4, "num_restarts": 2, "raw_samples": 16, "maxiter": 10}
 @pytest.mark.parametrize("name", list(METHODS))
 def test_each_method_builds_a_strategy(name: str) -> None:
     extra = {"kernel": base_candidate("sl", origin="offline")} if name == "fixed" else {}
+    if name == "cake":  # an LLM method: it needs a model (none is called here)
+        extra = {"config": KernelDiscoveryConfig(llm_model="scripted/m")}
     gs = get_method(name, **SMALL, **extra)
     assert gs.name.startswith("Sobol")
     surrogate = surrogate_of(gs)
@@ -50,9 +53,11 @@ def test_each_method_builds_a_strategy(name: str) -> None:
         .generator_gen_kwargs["model_gen_options"]["optimizer_kwargs"]
     )
     assert (opts["num_restarts"], opts["raw_samples"], opts["options"]["maxiter"]) == (2, 16, 10)
-    kind = {"kd": KernelDiscoverySurrogate, "compositional": CompositionalSearchSurrogate}.get(
-        name, Surrogate
-    )
+    kind = {
+        "kd": KernelDiscoverySurrogate,
+        "compositional": CompositionalSearchSurrogate,
+        "cake": CakeSurrogate,
+    }.get(name, Surrogate)
     assert isinstance(surrogate, kind)
     if name in FIXED_KERNELS:
         configs = surrogate.surrogate_spec.model_configs
