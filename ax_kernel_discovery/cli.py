@@ -288,7 +288,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.runner import UserInputError, sweep
+    from ax_kernel_discovery.runner import UserInputError
+    from ax_kernel_discovery.sweep import sweep
 
     if args.workers < 1:
         raise UserInputError(f"--workers must be >= 1, got {args.workers}")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ax_kernel_discovery.executors import DaskExecutor, LocalExecutor, make_executor
-from ax_kernel_discovery.runner import run_task, sweep, sweep_configs
+from ax_kernel_discovery.sweep import run_task, sweep, sweep_configs
 
 torch.set_num_threads(1)
 
