@@ -160,6 +160,7 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         rec: RoundRecord,
         refit: bool = True,
         cold_factor: int = 4,
+        maxiter: int | None = None,
     ) -> tuple[Model, ModelConfig, float] | None:
         if (
             self.config.warm_start
@@ -173,7 +174,14 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
             if state is not None:
                 self._warm[(outcome, cand.name)] = state
         return super()._fit_and_score(
-            cand, dataset, search_space_digest, outcome, rec, refit=refit, cold_factor=cold_factor
+            cand,
+            dataset,
+            search_space_digest,
+            outcome,
+            rec,
+            refit=refit,
+            cold_factor=cold_factor,
+            maxiter=maxiter,
         )
 
 

@@ -56,6 +56,13 @@ class KernelDiscoveryConfig(BaseModel):
     halving_keep: int = Field(
         3, ge=1, le=200, description="Finalists refitted in selection='halving'."
     )
+    halving_screen_maxiter: int = Field(
+        0,
+        ge=0,
+        le=100000,
+        description="Warm-started L-BFGS steps a member gets in the halving screen (0: scored "
+        "at last round's hyperparameters without a fit).",
+    )
     parsimony_tolerance: float = Field(
         0.0,
         ge=0.0,

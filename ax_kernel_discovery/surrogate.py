@@ -598,8 +598,9 @@ class KernelDiscoverySurrogate(Surrogate):
                 search_space_digest,
                 outcome,
                 rec,
-                refit=not screen,
+                refit=not screen or self.config.halving_screen_maxiter > 0,
                 cold_factor=1 if halving else 4,
+                maxiter=self.config.halving_screen_maxiter if screen else None,
             )
             if fitted is not None:
                 models[cand.name] = fitted
@@ -674,14 +675,16 @@ class KernelDiscoverySurrogate(Surrogate):
         rec: RoundRecord,
         refit: bool = True,
         cold_factor: int = 4,
+        maxiter: int | None = None,
     ) -> tuple[Model, ModelConfig, float] | None:
         """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
 
-        A cold start gets ``cold_factor`` times ``fit_maxiter`` steps; ``refit=False``
-        scores the model at last round's hyperparameters (it needs a warm state).
+        A cold start gets ``cold_factor`` times ``fit_maxiter`` steps (``maxiter``
+        overrides ``fit_maxiter``); ``refit=False`` scores the model at last round's
+        hyperparameters (it needs a warm state).
         """
         warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
-        maxiter = self.config.fit_maxiter
+        maxiter = self.config.fit_maxiter if maxiter is None else maxiter
         if maxiter is not None and warm is None:
             maxiter *= cold_factor  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
