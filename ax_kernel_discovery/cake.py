@@ -36,6 +36,7 @@ from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.cake import CakeProposer, cake_start_candidates
 from ax_kernel_discovery.proposers.from_config import llm_client_kwargs
+from ax_kernel_discovery.storage import register_surrogate_class
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord
 
 __all__ = ["CAKE_DEFAULTS", "CakeSurrogate", "NoLLMError", "check_cake_config"]
@@ -140,12 +141,4 @@ class CakeSurrogate(KernelDiscoverySurrogate):
         """CAKE keeps members by fitness only (no strike rule)."""
 
 
-def _register_storage() -> None:
-    from ax.storage.json_store.encoders import surrogate_to_dict
-    from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
-
-    CORE_ENCODER_REGISTRY[CakeSurrogate] = surrogate_to_dict
-    CORE_DECODER_REGISTRY["CakeSurrogate"] = CakeSurrogate
-
-
-_register_storage()
+register_surrogate_class(CakeSurrogate)
