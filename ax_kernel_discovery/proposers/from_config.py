@@ -104,7 +104,7 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
 
         common.pop("repair")  # trees are valid by construction: nothing to repair
-        explicit = getattr(config, "model_fields_set", set())
+        explicit: set[str] = getattr(config, "model_fields_set", set())
         if model == "local" and "llm_temperature" not in explicit:
             common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
         return ExpressionLLMProposer(get("llm_model", None), **common)
