@@ -161,7 +161,11 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     kernels as next-batch accuracy does), whether the chosen kernel had the best
     next-batch CRPS, and which kernel did.
     """
-    corr, corr_ll, chosen_best, chosen_top3, best_family = [], [], [], [], collections.Counter()
+    corr: list[float] = []
+    corr_ll: list[float] = []
+    chosen_best: list[bool] = []
+    chosen_top3: list[bool] = []
+    best_family: collections.Counter[str] = collections.Counter()
     for r in runs:
         for x in r["rounds"]:
             nb, crit = x.get("next_batch") or {}, x.get("kd_scores") or {}
@@ -276,17 +280,17 @@ def study_summary(
             kd_runs = [r for r in results if r["problem"] == p and r["method"] == "kd"]
             summary["selection"][p] = selection_diagnostics(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
-    for name, runs in (variants or {}).items():
+    for name, variant_runs in (variants or {}).items():
         summary["variants"][name] = {
-            "config": runs[0]["config"].get("kd_config") if runs else None,
+            "config": variant_runs[0]["config"].get("kd_config") if variant_runs else None,
             "problems": {
                 p: paired_comparison(
-                    _by_seed(runs, p, "kd"),
+                    _by_seed(variant_runs, p, "kd"),
                     _by_seed(results, p, "kd"),
                     table.minimize.get(p, True),
                 )
                 for p in table.problems
-                if _by_seed(runs, p, "kd") and _by_seed(results, p, "kd")
+                if _by_seed(variant_runs, p, "kd") and _by_seed(results, p, "kd")
             },
         }
     return summary

@@ -634,9 +634,13 @@ class KernelDiscoverySurrogate(Surrogate):
         if tol <= 0:
             return best
         near = [k for k in models if models[k][2] <= models[best][2] + tol]
-        return min(
-            near, key=lambda k: (num_hyperparameters(models[k][0].covar_module), models[k][2])
-        )
+
+        def cost(name: str) -> tuple[int, float]:
+            covar = models[name][0].covar_module
+            size = num_hyperparameters(covar) if isinstance(covar, torch.nn.Module) else 0
+            return size, models[name][2]
+
+        return min(near, key=cost)
 
     def _memory_rejection(self, cand: KernelCandidate, dim: int, n: int) -> Rejection | None:
         """A rejection when the kernel's largest intermediate would pass the memory limit.
@@ -711,7 +715,8 @@ class KernelDiscoverySurrogate(Surrogate):
                 K, y = prior_covariance(model)
                 top_k, sign = self.config.score_top_k, self.objective_weights.get(outcome)
                 if top_k is not None and sign:
-                    K, y = best_points(K, y, model.train_targets.reshape(-1) * sign, top_k)
+                    values = torch.as_tensor(model.train_targets).reshape(-1) * sign
+                    K, y = best_points(K, y, values, top_k)
                 covar = model.covar_module
                 value = score(self.config.criterion, K, y, num_hyperparameters(covar))  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
