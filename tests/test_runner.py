@@ -16,9 +16,8 @@ from ax_kernel_discovery.runner import (
     UserInputError,
     make_run_config,
     run_experiment,
-    sweep,
-    sweep_configs,
 )
+from ax_kernel_discovery.sweep import sweep, sweep_configs
 
 torch.set_num_threads(1)
 
