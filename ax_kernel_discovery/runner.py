@@ -802,14 +802,14 @@ def _one_round(
     record["warnings"] = _warning_lines(caught)
 
     train_values = _trial_values(client)[0] if kd_records else []
-    previous_point = _trial_point(experiment, n_done - 1) if n_done > 0 else None
+    previous_point = _trial_point(experiment.trials[n_done - 1]) if n_done > 0 else None
     trials = []
     for part in _split_generator_run(gr):
         trial = experiment.new_trial(generator_run=part)
         trial.mark_running(no_runner_required=True)
         trials.append(trial)
     record["trials"] = [t.index for t in trials]
-    X = np.array([[float(v) for v in t.arm.parameters.values()] for t in trials])
+    X = np.array([_trial_point(t) for t in trials])
     t0 = time.perf_counter()
     values = _evaluate(prob, X, record)
     record["timings"]["evaluate"] = time.perf_counter() - t0
@@ -830,8 +830,9 @@ def _one_round(
     return record
 
 
-def _trial_point(experiment: Any, index: int) -> np.ndarray:
-    return np.array([float(v) for v in experiment.trials[index].arm.parameters.values()])
+def _trial_point(trial: Any) -> np.ndarray:
+    """A trial's parameters as a float vector, in the search space's order."""
+    return np.array([float(v) for v in trial.arm.parameters.values()])
 
 
 def _search_diagnostics(

@@ -589,7 +589,7 @@ class KernelDiscoverySurrogate(Surrogate):
         """
         models: dict[str, tuple[Model, ModelConfig, float]] = {}
         halving = self.config.selection == "halving" and len(cands) > self.config.halving_keep
-        warm_before = dict(self._warm)
+        warm_before = dict(self._warm) if halving else {}
         for cand in cands:
             screen = halving and (outcome, cand.name) in self._warm
             fitted = self._fit_and_score(
