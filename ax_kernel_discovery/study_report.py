@@ -638,7 +638,10 @@ def write_study_report(
         "The paper reused a kernel found on SVM on the other benchmarks. Here the best kernel "
         "of a kd run is exported (`ax-kernel-discovery export`) and run as a fixed kernel on "
         "other problems with the study's protocol and seeds (`benchmarks/transfer.py`); "
-        "positive Δ: the transferred kernel is better.",
+        "positive Δ: the transferred kernel is better. The RBF reference is `ax_default`: "
+        "Ax's default surrogate is BoTorch's RBF kernel with the dimension-scaled lognormal "
+        "lengthscale prior (the paper's RBF baseline); `rbf` rows appear where "
+        "`benchmarks/transfer.py` also ran the package's own RBF.",
         "",
         *_transfer_markdown(summary),
         "",
