@@ -10,6 +10,7 @@ differ (the full procedure's score of the cheap choice minus that of its own cho
 
     python benchmarks/selection_agreement.py --problems rover100 hartmann6_100 --seeds 0 1
     python benchmarks/selection_agreement.py --variant '{"selection": "halving", "halving_keep": 2}'
+    python benchmarks/selection_agreement.py --num-sobol 260 --batch 4 --budget 300
 
 Torch runs single-threaded (``torch.set_num_threads(1)``, printed).
 """
@@ -78,6 +79,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--budget", type=int, default=STUDY.budget)
     parser.add_argument("--batch", type=int, default=STUDY.batch)
+    parser.add_argument(
+        "--num-sobol",
+        type=int,
+        default=STUDY.num_sobol,
+        help="Sobol points before BO: e.g. 260 with --batch 4 --budget 300 records rounds "
+        "where a few points join many (n = 260..296), the round-overhead setting",
+    )
     parser.add_argument("--variant", type=json.loads, default={"selection": "halving"})
     parser.add_argument("--out", default=None, help="write the rounds as JSON here")
     args = parser.parse_args(argv)
@@ -85,7 +93,11 @@ def main(argv: list[str] | None = None) -> None:
     VARIANT.update(args.variant)
     KernelDiscoverySurrogate.model_selection = _paired_selection  # type: ignore[method-assign]
     print(f"torch {torch.__version__}, threads={torch.get_num_threads()}, variant={VARIANT}")
-    settings = STUDY.run_settings() | {"budget": args.budget, "batch": args.batch}
+    settings = STUDY.run_settings() | {
+        "budget": args.budget,
+        "batch": args.batch,
+        "num_sobol": args.num_sobol,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for problem in args.problems:
             for seed in args.seeds:
