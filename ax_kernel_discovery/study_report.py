@@ -160,8 +160,17 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     members' criterion scores and their next-batch CRPS (positive: the criterion orders
     kernels as next-batch accuracy does), whether the chosen kernel had the best
     next-batch CRPS, and which kernel did.
+
+    The next batch is where the *chosen* kernel's acquisition expected the most
+    improvement, so it is also where that kernel is most likely to be over-optimistic (a
+    winner's curse): its next-batch score is biased against it. ``spearman_crps_others``
+    is the correlation over the other members only, which the acquisition did not pick
+    the batch for; ``chosen_rank`` is the chosen kernel's mean next-batch CRPS rank as a
+    fraction (1/m: best of m members, 1: worst).
     """
     corr: list[float] = []
+    corr_others: list[float] = []
+    chosen_rank: list[float] = []
     corr_ll: list[float] = []
     chosen_best: list[bool] = []
     chosen_top3: list[bool] = []
@@ -176,17 +185,24 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             rho = spearman(c, [nb[n]["crps"] for n in names])
             if rho is not None:
                 corr.append(rho)
+            others = [n for n in names if n != x["chosen"]]
+            rho_others = spearman([crit[n] for n in others], [nb[n]["crps"] for n in others])
+            if rho_others is not None:
+                corr_others.append(rho_others)
             rho_ll = spearman(c, [-nb[n]["log_lik"] for n in names])
             if rho_ll is not None:
                 corr_ll.append(rho_ll)
             order = sorted(names, key=lambda n: nb[n]["crps"])
             chosen_best.append(order[0] == x["chosen"])
+            chosen_rank.append((order.index(x["chosen"]) + 1) / len(order))
             chosen_top3.append(x["chosen"] in order[:3])
             best_family[kernel_family(order[0])] += 1
     return {
         "rounds": len(chosen_best),
         "spearman_crps": float(np.mean(corr)) if corr else None,
+        "spearman_crps_others": float(np.mean(corr_others)) if corr_others else None,
         "spearman_log_lik": float(np.mean(corr_ll)) if corr_ll else None,
+        "chosen_rank": float(np.mean(chosen_rank)) if chosen_rank else None,
         "chosen_is_best": float(np.mean(chosen_best)) if chosen_best else None,
         "chosen_in_top3": float(np.mean(chosen_top3)) if chosen_top3 else None,
         "best_next_batch_kernels": dict(best_family.most_common(4)),
@@ -467,9 +483,11 @@ def _timeline_markdown(summary: Mapping[str, Any]) -> list[str]:
 def _selection_markdown(summary: Mapping[str, Any]) -> list[str]:
     lines = [
         "| problem | kd rounds | Spearman(criterion, next-batch CRPS) | "
+        "same, without the chosen kernel | "
         "Spearman(criterion, next-batch NLL) | chosen = best next-batch CRPS | "
-        "chosen in top 3 | best next-batch predictors (rounds) |",
-        "|---|---|---|---|---|---|---|",
+        "chosen in top 3 | chosen's next-batch rank (1/m best, 1 worst) | "
+        "best next-batch predictors (rounds) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
 
     def f(v: float | None, pct: bool = False) -> str:
@@ -481,8 +499,11 @@ def _selection_markdown(summary: Mapping[str, Any]) -> list[str]:
         best = ", ".join(f"{k} ({v})" for k, v in s["best_next_batch_kernels"].items())
         lines.append(
             f"| {summary['problems'][p]['label']} | {s['rounds']} | {f(s['spearman_crps'])} | "
+            f"{f(s.get('spearman_crps_others'))} | "
             f"{f(s['spearman_log_lik'])} | {f(s['chosen_is_best'], True)} | "
-            f"{f(s['chosen_in_top3'], True)} | {best or '–'} |"
+            f"{f(s['chosen_in_top3'], True)} | "
+            f"{'n/a' if s.get('chosen_rank') is None else format(s['chosen_rank'], '.2f')} | "
+            f"{best or '–'} |"
         )
     return lines
 

@@ -81,6 +81,19 @@ def test_selection_diagnostics_agree_and_disagree() -> None:
     assert out["chosen_is_best"] == pytest.approx(0.5)
     assert out["chosen_in_top3"] == pytest.approx(0.5)
     assert out["best_next_batch_kernels"] == {"RBF": 1, "RQ": 1}
+    # the chosen kernel ranks 1st of 4, then 4th of 4; without it, +1 and -1 again
+    assert out["chosen_rank"] == pytest.approx((1 / 4 + 4 / 4) / 2)
+    assert out["spearman_crps_others"] == pytest.approx(0.0)
+
+
+def test_selection_diagnostics_without_the_chosen_kernel() -> None:
+    # the chosen kernel predicts its own batch worst (winner's curse), the others in order
+    crit = {"SL": 0.1, "RBF": 0.2, "BOCK": 0.3, "RQ": 0.4}
+    curse = _round("SL", crit, {"SL": 9.0, "RBF": 1.0, "BOCK": 2.0, "RQ": 3.0})
+    out = selection_diagnostics([{"rounds": [curse]}])
+    assert out["spearman_crps"] == pytest.approx(-0.2)
+    assert out["spearman_crps_others"] == pytest.approx(1.0)
+    assert out["chosen_rank"] == pytest.approx(1.0)
 
 
 def test_search_diagnostics_and_timeline() -> None:
