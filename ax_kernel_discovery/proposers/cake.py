@@ -27,8 +27,6 @@ Reference:
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Sequence
 from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
@@ -38,8 +36,8 @@ from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
 from ax_kernel_discovery.llm.json_reply import _json_values
 from ax_kernel_discovery.llm.schema import decoding_for, response_format
 from ax_kernel_discovery.llm.templates import _messages, _ranked, _render
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase
+from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
 
 __all__ = [
     "CAKE_BASE_KERNELS",
@@ -256,28 +254,17 @@ class CakeProposer(LLMProposerBase):
         spec = member.candidate.spec
         return cake_expression(spec) if spec is not None else member.name
 
-    def propose(
-        self,
-        members: Sequence[MemberSummary],
-        dim: int,
-        num_proposals: int,
-        round_index: int,
-    ) -> Proposal:
-        started = time.perf_counter()
-        proposal = Proposal()
-        begun = self._begin(members, num_proposals, round_index, proposal)
-        if begun is None:
-            return proposal
-        client, ledger_start, prefix, taken = begun
+    def _propose_round(self, round_: _Round) -> dict[str, float]:
+        client, num_proposals = round_.client, round_.num_proposals
         table, note = self.data_view()
         lines = []
-        for i, m in enumerate(_ranked(members, self.options.max_members), 1):
+        for i, m in enumerate(_ranked(round_.members, self.options.max_members), 1):
             fitness = "not scored yet" if m.score is None else f"BIC {m.score:.4g}"
             lines.append(f"{i}. {self._describe_member(m)} ({fitness})")
         messages = _messages(
             _render(
                 "cake",
-                dim=dim,
+                dim=round_.dim,
                 data=table,
                 data_note=note,
                 max_base=self.max_base_kernels,
@@ -286,28 +273,17 @@ class CakeProposer(LLMProposerBase):
                 feedback=self.feedback_text(),
             )
         )
-        params: dict[str, Any] = {"seed": self._seed(round_index, 0), "max_tokens": 768}
+        params: dict[str, Any] = {"seed": self._seed(round_.round_index, 0), "max_tokens": 768}
         if decoding_for(self._model_name or client.model, client.api_base) == "schema":
             params["response_format"] = response_format(_cake_schema(num_proposals), "cake")
         reply = client.complete_many([LLMRequest(messages, "cake", params)])[0]
-        t_call = time.perf_counter()
-        self._read(reply, members, num_proposals, prefix, taken, proposal)
-        proposal.timings = {
-            "llm_cake_s": t_call - started,
-            "total_s": time.perf_counter() - started,
-        }
-        proposal.usage = self._usage(ledger_start)
-        return proposal
+        round_.lap("llm_cake_s")
+        self._read(reply, round_)
+        return {}
 
-    def _read(
-        self,
-        reply: str | LLMError,
-        members: Sequence[MemberSummary],
-        num_proposals: int,
-        prefix: str,
-        taken: set[str],
-        proposal: Proposal,
-    ) -> None:
+    def _read(self, reply: str | LLMError, round_: _Round) -> None:
+        """Turn the reply's expressions into candidates of ``round_.proposal``."""
+        members, prefix, proposal = round_.members, round_.prefix, round_.proposal
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
             return
@@ -318,8 +294,8 @@ class CakeProposer(LLMProposerBase):
             )
             return
         known = {m.candidate.key: m.name for m in members}
-        for i, (text, rationale) in enumerate(texts[:num_proposals]):
-            base = self._unique(f"{prefix}_{i}", taken)
+        for i, (text, rationale) in enumerate(texts[: round_.num_proposals]):
+            base = self._unique(f"{prefix}_{i}", round_.taken)
             self._described[base] = text
             try:
                 spec = parse_cake_expression(text)

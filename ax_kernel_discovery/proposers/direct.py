@@ -16,8 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
@@ -30,8 +28,8 @@ from ax_kernel_discovery.llm.parsing import (
     split_function_replies,
 )
 from ax_kernel_discovery.llm.templates import copies_example, direct_messages
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase
+from ax_kernel_discovery.proposers.base import Proposal
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
 
 __all__ = ["DirectCodeProposer"]
 
@@ -70,29 +68,22 @@ class DirectCodeProposer(LLMProposerBase):
         self.code_style = code_style
         self.conversion_style = code_style  # read by the shared build and repair helpers
 
-    def propose(
-        self,
-        members: Sequence[MemberSummary],
-        dim: int,
-        num_proposals: int,
-        round_index: int,
-    ) -> Proposal:
-        started = time.perf_counter()
-        proposal = Proposal()
-        begun = self._begin(members, num_proposals, round_index, proposal)
-        if begun is None:
-            return proposal
-        client, ledger_start, prefix, taken = begun
+    def _propose_round(self, round_: _Round) -> dict[str, float]:
+        prefix, taken, proposal = round_.prefix, round_.taken, round_.proposal
+        num_proposals = round_.num_proposals
         k = num_proposals if self.num_kernels is None else min(self.num_kernels, num_proposals)
 
-        messages = direct_messages(members, dim, k, self.options, style=self.code_style)
+        messages = direct_messages(
+            round_.members, round_.dim, k, self.options, style=self.code_style
+        )
         self._functions = {}
         reply: str | LLMError
         try:
-            reply = client.complete(messages, "direct", seed=self._seed(round_index, 0))
+            seed = self._seed(round_.round_index, 0)
+            reply = round_.client.complete(messages, "direct", seed=seed)
         except LLMError as exc:
             reply = exc
-        t_call = time.perf_counter()
+        round_.lap("llm_stage1_s")
 
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
@@ -101,19 +92,9 @@ class DirectCodeProposer(LLMProposerBase):
         else:
             self._add_classes(reply, prefix, k, taken, proposal)
 
-        repair_stats: dict[str, float] = {}
-        if self.repair and proposal.candidates:
-            proposal.candidates, repair_stats = self._repair_all(
-                proposal.candidates, dim, round_index
-            )
-        done = time.perf_counter()
-        proposal.timings = {
-            "llm_stage1_s": t_call - started,
-            "llm_repair_s": done - t_call,
-            "total_s": done - started,
-        }
-        proposal.usage = {**self._usage(ledger_start), **repair_stats}
-        return proposal
+        repair_stats = self._repair_round(round_)
+        round_.lap("llm_repair_s")
+        return repair_stats
 
     def _add_classes(
         self, reply: str, prefix: str, k: int, taken: set[str], proposal: Proposal

@@ -33,7 +33,6 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -61,8 +60,8 @@ from ax_kernel_discovery.llm.schema import (
     schema_dialect,
 )
 from ax_kernel_discovery.llm.templates import expression_messages
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase
+from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
 
 __all__ = ["ExpressionLLMProposer", "check_tree"]
 
@@ -159,22 +158,11 @@ class ExpressionLLMProposer(LLMProposerBase):
         return member.name
 
     # ----------------------------------------------------------------- propose
-    def propose(
-        self,
-        members: Sequence[MemberSummary],
-        dim: int,
-        num_proposals: int,
-        round_index: int,
-    ) -> Proposal:
-        started = time.perf_counter()
-        proposal = Proposal()
-        begun = self._begin(members, num_proposals, round_index, proposal)
-        if begun is None:
-            return proposal
-        client, ledger_start, prefix, taken = begun
+    def _propose_round(self, round_: _Round) -> dict[str, float]:
+        client, num_proposals = round_.client, round_.num_proposals
         messages = expression_messages(
-            members,
-            dim,
+            round_.members,
+            round_.dim,
             num_proposals,
             leaves=self.leaves,
             warps=self.warps,
@@ -185,7 +173,10 @@ class ExpressionLLMProposer(LLMProposerBase):
             options=self.options,
             feedback=self.feedback_text(),
         )
-        params: dict[str, Any] = {"seed": self._seed(round_index, 0), "max_tokens": MAX_TOKENS}
+        params: dict[str, Any] = {
+            "seed": self._seed(round_.round_index, 0),
+            "max_tokens": MAX_TOKENS,
+        }
         decoding = self._decoding(client)
         if decoding == "schema":
             params["response_format"] = response_format(self.schema(num_proposals, client))
@@ -195,25 +186,13 @@ class ExpressionLLMProposer(LLMProposerBase):
             self._resolved = "none"
             params.pop("response_format")
             reply = client.complete_many([LLMRequest(messages, "expression", params)])[0]
-        t_call = time.perf_counter()
-        self._read_reply(reply, members, num_proposals, prefix, taken, proposal)
-        done = time.perf_counter()
-        proposal.timings = {"llm_expression_s": t_call - started, "total_s": done - started}
-        proposal.usage = {
-            **self._usage(ledger_start),
-            "schema_constrained": float(self._resolved == "schema"),
-        }
-        return proposal
+        round_.lap("llm_expression_s")
+        self._read_reply(reply, round_)
+        return {"schema_constrained": float(self._resolved == "schema")}
 
-    def _read_reply(
-        self,
-        reply: str | LLMError,
-        members: Sequence[MemberSummary],
-        num_proposals: int,
-        prefix: str,
-        taken: set[str],
-        proposal: Proposal,
-    ) -> None:
+    def _read_reply(self, reply: str | LLMError, round_: _Round) -> None:
+        """Turn the reply's trees into candidates of ``round_.proposal``."""
+        prefix, num_proposals, proposal = round_.prefix, round_.num_proposals, round_.proposal
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
             return
@@ -222,7 +201,7 @@ class ExpressionLLMProposer(LLMProposerBase):
         except ParseError as exc:
             proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
             return
-        known = {m.candidate.key: m.name for m in members if m.candidate.spec is not None}
+        known = {m.candidate.key: m.name for m in round_.members if m.candidate.spec is not None}
         if len(items) > num_proposals:
             items = items[:num_proposals]
         elif len(items) < num_proposals:
@@ -234,7 +213,7 @@ class ExpressionLLMProposer(LLMProposerBase):
                 )
             )
         for i, item in enumerate(items):
-            base = self._unique(f"{prefix}_{i}", taken)
+            base = self._unique(f"{prefix}_{i}", round_.taken)
             raw = json.dumps(item.tree, separators=(",", ":"), default=str)[:400]
             try:
                 spec = check_tree(item.tree, self.max_depth, self.max_leaves)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -58,7 +57,7 @@ from ax_kernel_discovery.llm.templates import (
 )
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
 from ax_kernel_discovery.proposers.from_config import LOCAL_TIMEOUT_S, proposer_from_config
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Pending
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Pending, _Round
 
 __all__ = ["LOCAL_TIMEOUT_S", "LLMProposer", "LLMProposerBase", "proposer_from_config"]
 
@@ -120,19 +119,10 @@ class LLMProposer(LLMProposerBase):
         self.conversion_style = conversion_style
         self.structural_composition = structural_composition
 
-    def propose(
-        self,
-        members: Sequence[MemberSummary],
-        dim: int,
-        num_proposals: int,
-        round_index: int,
-    ) -> Proposal:
-        started = time.perf_counter()
-        proposal = Proposal()
-        begun = self._begin(members, num_proposals, round_index, proposal)
-        if begun is None:
-            return proposal
-        client, ledger_start, prefix, taken = begun
+    def _propose_round(self, round_: _Round) -> dict[str, float]:
+        members, dim, round_index = round_.members, round_.dim, round_.round_index
+        prefix, taken, proposal = round_.prefix, round_.taken, round_.proposal
+        num_proposals = round_.num_proposals
 
         # Stage 1: discovery and composition, concurrently.
         # At least one discovery formula; compositions need two members.
@@ -158,8 +148,8 @@ class LLMProposer(LLMProposerBase):
                     {"seed": self._seed(round_index, 1 + j)},
                 )
             )
-        replies = client.complete_many(requests, max_workers=self.max_workers)
-        t_stage1 = time.perf_counter()
+        replies = round_.client.complete_many(requests, max_workers=self.max_workers)
+        round_.lap("llm_stage1_s")
 
         pending: list[_Pending] = []
         known = {_norm_formula(m.formula): m.name for m in members}
@@ -229,8 +219,8 @@ class LLMProposer(LLMProposerBase):
             )
             for i, p in enumerate(fresh)
         ]
-        conv_replies = client.complete_many(conv_requests, max_workers=self.max_workers)
-        t_stage2 = time.perf_counter()
+        conv_replies = round_.client.complete_many(conv_requests, max_workers=self.max_workers)
+        round_.lap("llm_conversion_s")
         fingerprints: dict[str, str] = {}
         for p, reply in zip(fresh, conv_replies, strict=True):
             checked = self._check_code(reply, p)
@@ -265,20 +255,9 @@ class LLMProposer(LLMProposerBase):
                 )
             )
 
-        repair_stats: dict[str, float] = {}
-        if self.repair and proposal.candidates:
-            proposal.candidates, repair_stats = self._repair_all(
-                proposal.candidates, dim, round_index
-            )
-        done = time.perf_counter()
-        proposal.timings = {
-            "llm_stage1_s": t_stage1 - started,
-            "llm_conversion_s": t_stage2 - t_stage1,
-            "llm_repair_s": done - t_stage2,
-            "total_s": done - started,
-        }
-        proposal.usage = {**self._usage(ledger_start), **repair_stats}
-        return proposal
+        repair_stats = self._repair_round(round_)
+        round_.lap("llm_repair_s")
+        return repair_stats
 
     @staticmethod
     def _parse_formulas(reply: str | LLMError, name: str, proposal: Proposal) -> list[FormulaBlock]:

@@ -20,10 +20,12 @@
 
 from __future__ import annotations
 
+import abc
 import re
+import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
@@ -71,6 +73,45 @@ class _Pending:
     origin: Origin
     block: FormulaBlock
     parents: tuple[str, ...] = ()
+
+
+@dataclass
+class _Round:
+    """One round's proposal call, as :meth:`LLMProposerBase.propose` hands it to the hook.
+
+    Attributes:
+        members: Current population, best first.
+        dim: Input dimension D of the problem.
+        num_proposals: How many new candidates to return at most.
+        round_index: 0-based BO round.
+        client: The LLM client of the round.
+        prefix: Name prefix of the round's candidates (``{name_prefix}_r{round}``).
+        taken: Names already used this round (members' and proposals').
+        proposal: The proposal being filled in.
+        started: ``time.perf_counter()`` when the round began.
+        timings: Stage durations recorded by :meth:`lap`, in order.
+    """
+
+    members: Sequence[MemberSummary]
+    dim: int
+    num_proposals: int
+    round_index: int
+    client: LLMClient
+    prefix: str
+    taken: set[str]
+    proposal: Proposal
+    started: float
+    timings: dict[str, float] = field(default_factory=dict)
+    _last: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._last = self.started
+
+    def lap(self, stage: str) -> None:
+        """Record the time since the previous lap (or the start) as ``timings[stage]``."""
+        now = time.perf_counter()
+        self.timings[stage] = now - self._last
+        self._last = now
 
 
 class LLMProposerBase(Proposer):
@@ -273,6 +314,65 @@ class LLMProposerBase(Proposer):
             return None
         prefix = f"{self.name_prefix}_r{round_index}"
         return client, len(client.ledger), prefix, {m.name for m in members}
+
+    def propose(
+        self,
+        members: Sequence[MemberSummary],
+        dim: int,
+        num_proposals: int,
+        round_index: int,
+    ) -> Proposal:
+        """Propose new kernels: the round's set-up and accounting around :meth:`_propose_round`.
+
+        Returns an empty proposal when nothing is asked for, and one with a ``proposal``
+        rejection when there is no client. Otherwise the subclass's hook fills the
+        proposal; its stage timings are followed by ``total_s``, and the round's usage
+        from the client's ledger by the hook's own counters.
+
+        Args:
+            members: Current population, best first (lower score is better).
+            dim: Input dimension D of the problem.
+            num_proposals: How many new candidates to return at most.
+            round_index: 0-based BO round, for deterministic seeding.
+
+        Returns:
+            A :class:`Proposal` with candidates and rejections.
+        """
+        started = time.perf_counter()
+        proposal = Proposal()
+        begun = self._begin(members, num_proposals, round_index, proposal)
+        if begun is None:
+            return proposal
+        client, ledger_start, prefix, taken = begun
+        round_ = _Round(
+            members, dim, num_proposals, round_index, client, prefix, taken, proposal, started
+        )
+        usage = self._propose_round(round_)
+        proposal.timings = {**round_.timings, "total_s": time.perf_counter() - started}
+        proposal.usage = {**self._usage(ledger_start), **usage}
+        return proposal
+
+    @abc.abstractmethod
+    def _propose_round(self, round_: _Round) -> dict[str, float]:
+        """Ask the LLM and fill ``round_.proposal``; record stages with ``round_.lap``.
+
+        Returns:
+            Usage counters of the subclass, added to the ledger's (e.g. repair stats).
+        """
+
+    def _repair_round(self, round_: _Round) -> dict[str, float]:
+        """With ``repair`` on, validate the round's candidates and repair failures once.
+
+        Returns:
+            The repair counters (empty when nothing was repaired).
+        """
+        proposal = round_.proposal
+        if not (self.repair and proposal.candidates):
+            return {}
+        proposal.candidates, stats = self._repair_all(
+            proposal.candidates, round_.dim, round_.round_index
+        )
+        return stats
 
     def _check_code(self, reply: str | LLMError, pending: _Pending) -> CodeBlock | Rejection:
         formula = pending.block.describe()
