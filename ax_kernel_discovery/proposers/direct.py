@@ -16,12 +16,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.llm.client import LLMClient, LLMError
 from ax_kernel_discovery.llm.parsing import (
     CodeBlock,
+    NamedFunctionReply,
     ParseError,
     extract_code_blocks,
     forward_fingerprint,
@@ -87,60 +89,65 @@ class DirectCodeProposer(LLMProposerBase):
 
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
-        elif self.code_style == "pair":
-            self._add_functions(reply, prefix, k, taken, proposal)
         else:
-            self._add_classes(reply, prefix, k, taken, proposal)
+            self._add_reply(reply, prefix, k, taken, proposal)
 
         repair_stats = self._repair_round(round_)
         round_.lap("llm_repair_s")
         return repair_stats
 
-    def _add_classes(
+    def _add_reply(
         self, reply: str, prefix: str, k: int, taken: set[str], proposal: Proposal
     ) -> None:
-        """Class-style reply: one candidate per Kernel class (at most ``k``)."""
-        try:
-            blocks = extract_code_blocks(reply)
-        except ParseError as exc:
-            proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
-            return
-        self._note_short(len(blocks), k, prefix, "kernel classes", proposal)
-        seen: set[str] = set()
-        for i, block in enumerate(blocks[:k]):
-            name = self._unique(f"{prefix}_{i}", taken)
-            formula = _formula_of(block.docstring, block.class_name)
-            if copies_example(block.code) and self.options.conversion_example:
-                proposal.rejections.append(
-                    Rejection(
-                        name=name,
-                        stage="parse",
-                        reason="the code copies the worked example",
-                        formula=formula,
-                    )
-                )
-                continue
-            self._add(block, name, formula, forward_fingerprint(block.code), seen, proposal)
+        """One candidate per kernel of the reply (at most ``k``).
 
-    def _add_functions(
-        self, reply: str, prefix: str, k: int, taken: set[str], proposal: Proposal
-    ) -> None:
-        """Pair-style reply: one candidate per ``covariance`` block (at most ``k``)."""
+        A class-style reply holds Kernel classes, a pair-style reply ``covariance``
+        blocks (the class is generated around each).
+        """
+        pair = self.code_style == "pair"
+        split: Callable[[str], Sequence[CodeBlock | NamedFunctionReply]] = (
+            split_function_replies if pair else extract_code_blocks
+        )
         try:
-            parts = split_function_replies(reply)
+            parts = split(reply)
         except ParseError as exc:
             proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
             return
-        self._note_short(len(parts), k, prefix, "covariance functions", proposal)
+        what = "covariance functions" if pair else "kernel classes"
+        self._note_short(len(parts), k, prefix, what, proposal)
         seen: set[str] = set()
         for i, part in enumerate(parts[:k]):
             name = self._unique(f"{prefix}_{i}", taken)
-            formula = part.formula or f"{part.name or name} (no formula given)"
-            built = self._build_from_function(part.text, part.name or name, formula, name)
-            if isinstance(built, Rejection):
-                proposal.rejections.append(built)
-                continue
-            self._add(built, name, formula, built.docstring, seen, proposal)
+            if isinstance(part, CodeBlock):
+                self._add_class(part, name, seen, proposal)
+            else:
+                self._add_function(part, name, seen, proposal)
+
+    def _add_class(self, block: CodeBlock, name: str, seen: set[str], proposal: Proposal) -> None:
+        """A Kernel class of a class-style reply, unless it copies the worked example."""
+        formula = _formula_of(block.docstring, block.class_name)
+        if copies_example(block.code) and self.options.conversion_example:
+            proposal.rejections.append(
+                Rejection(
+                    name=name,
+                    stage="parse",
+                    reason="the code copies the worked example",
+                    formula=formula,
+                )
+            )
+            return
+        self._add(block, name, formula, forward_fingerprint(block.code), seen, proposal)
+
+    def _add_function(
+        self, part: NamedFunctionReply, name: str, seen: set[str], proposal: Proposal
+    ) -> None:
+        """A ``covariance`` block of a pair-style reply, built into a Kernel class."""
+        formula = part.formula or f"{part.name or name} (no formula given)"
+        built = self._build_from_function(part.text, part.name or name, formula, name)
+        if isinstance(built, Rejection):
+            proposal.rejections.append(built)
+            return
+        self._add(built, name, formula, built.docstring, seen, proposal)
 
     @staticmethod
     def _note_short(got: int, k: int, prefix: str, what: str, proposal: Proposal) -> None:

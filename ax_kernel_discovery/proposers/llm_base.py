@@ -322,21 +322,12 @@ class LLMProposerBase(Proposer):
         num_proposals: int,
         round_index: int,
     ) -> Proposal:
-        """Propose new kernels: the round's set-up and accounting around :meth:`_propose_round`.
+        """Propose new kernels (see :meth:`Proposer.propose`) around :meth:`_propose_round`.
 
         Returns an empty proposal when nothing is asked for, and one with a ``proposal``
         rejection when there is no client. Otherwise the subclass's hook fills the
         proposal; its stage timings are followed by ``total_s``, and the round's usage
         from the client's ledger by the hook's own counters.
-
-        Args:
-            members: Current population, best first (lower score is better).
-            dim: Input dimension D of the problem.
-            num_proposals: How many new candidates to return at most.
-            round_index: 0-based BO round, for deterministic seeding.
-
-        Returns:
-            A :class:`Proposal` with candidates and rejections.
         """
         started = time.perf_counter()
         proposal = Proposal()
