@@ -1,0 +1,153 @@
+"""The Ax side of a run: the client, its checkpoint, trials and generator runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ax_kernel_discovery.runner.config import KD_METHODS, METRIC, RunConfig, UserInputError
+
+__all__ = ["method_options"]
+
+
+def _new_client(cfg: RunConfig, problem: Any) -> Any:
+    from ax.api import Client
+    from ax.api.configs import RangeParameterConfig
+
+    from ax_kernel_discovery.baselines import get_method
+
+    width = len(str(problem.dim - 1))
+    client = Client()
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(
+                name=f"x{i:0{width}d}", parameter_type="float", bounds=(float(lo), float(hi))
+            )
+            for i, (lo, hi) in enumerate(zip(problem.lower, problem.upper, strict=True))
+        ],
+        name=cfg.run_id,
+        description=json.dumps(cfg.identity(), sort_keys=True, default=str),
+    )
+    client.configure_optimization(f"-{METRIC}" if problem.minimize else METRIC)
+    client.set_generation_strategy(get_method(cfg.method, **method_options(cfg)))
+    return client
+
+
+def method_options(cfg: RunConfig) -> dict[str, Any]:
+    """Keyword arguments of :func:`~ax_kernel_discovery.baselines.get_method` for ``cfg``."""
+    opts: dict[str, Any] = {
+        "num_sobol": cfg.num_sobol,
+        "seed": cfg.seed,
+        "num_restarts": cfg.num_restarts,
+        "raw_samples": cfg.raw_samples,
+        "maxiter": cfg.maxiter,
+        "sample_around_best": cfg.sample_around_best,
+    }
+    if cfg.device is not None:
+        opts["device"] = cfg.device
+    if cfg.method in KD_METHODS and cfg.kd_config is not None:
+        from ax_kernel_discovery.config import KernelDiscoveryConfig
+
+        defaults: dict[str, Any] = {"seed": cfg.seed}
+        if cfg.method == "compositional":
+            from ax_kernel_discovery.baselines import COMPOSITIONAL_DEFAULTS
+
+            defaults.update(COMPOSITIONAL_DEFAULTS)
+        opts["config"] = KernelDiscoveryConfig.model_validate({**defaults, **cfg.kd_config})
+    opts.update(cfg.method_options)
+    return opts
+
+
+def _load_client(cfg: RunConfig) -> Any | None:
+    from ax.api import Client
+
+    import ax_kernel_discovery.baselines  # noqa: F401 - registers the storage of the baselines
+
+    path = cfg.checkpoint_path
+    if not path.is_file():
+        return None
+    client = Client.load_from_json_file(str(path))
+    stored = client._experiment.description
+    try:
+        stored_identity = json.loads(stored) if stored else None
+    except json.JSONDecodeError:
+        stored_identity = None
+    if stored_identity is not None and stored_identity != json.loads(
+        json.dumps(cfg.identity(), sort_keys=True, default=str)
+    ):
+        diff = sorted(
+            k
+            for k in set(stored_identity) | set(cfg.identity())
+            if stored_identity.get(k) != cfg.identity().get(k)
+        )
+        raise UserInputError(
+            f"checkpoint {path} was made with other settings ({', '.join(diff)} differ); "
+            "use another --out folder or delete the checkpoint to start over"
+        )
+    return client
+
+
+def _split_generator_run(gr: Any) -> list[Any]:
+    """One single-arm ``GeneratorRun`` per arm of a joint batch (node name kept).
+
+    Ax counts a node's trials by the node name on each trial's generator run, so the
+    split keeps it; the full run (with the model state and the search space) stays in
+    the strategy's own list. The parts leave out the search space, which would make the
+    checkpoint grow by ~D x 240 bytes per trial.
+    """
+    from ax.core.generator_run import GeneratorRun
+
+    parts = []
+    cand_meta = gr.candidate_metadata_by_arm_signature or {}
+    for i, arm in enumerate(gr.arms):
+        parts.append(
+            GeneratorRun(
+                arms=[arm],
+                optimization_config=gr.optimization_config,
+                type=gr.generator_run_type,
+                fit_time=gr.fit_time if i == 0 else 0.0,
+                gen_time=gr.gen_time if i == 0 else 0.0,
+                generator_key=gr._generator_key,
+                gen_metadata={
+                    k: v for k, v in (gr.gen_metadata or {}).items() if k == "models_used"
+                },
+                candidate_metadata_by_arm_signature=(
+                    {arm.signature: cand_meta[arm.signature]}
+                    if arm.signature in cand_meta
+                    else None
+                ),
+                generation_node_name=gr._generation_node_name,
+            )
+        )
+    return parts
+
+
+def _trial_values(client: Any) -> tuple[list[float | None], list[str]]:
+    """Objective value per trial index (``None`` when failed) and the trials' statuses."""
+    experiment = client._experiment
+    n = len(experiment.trials)
+    values: list[float | None] = [None] * n
+    df = experiment.lookup_data().df
+    if len(df):
+        df = df[df["metric_name"] == METRIC]
+        for idx, mean in zip(df["trial_index"].tolist(), df["mean"].tolist(), strict=True):
+            if 0 <= int(idx) < n and math.isfinite(float(mean)):
+                values[int(idx)] = float(mean)
+    statuses = [experiment.trials[i].status.name.lower() for i in range(n)]
+    for i, status in enumerate(statuses):
+        if status != "completed":
+            values[i] = None
+    return values, statuses
+
+
+def _chosen_from_metadata(gr: Any) -> str | None:
+    used = (gr.gen_metadata or {}).get("models_used")
+    if not used:
+        return None
+    first = used[0] if isinstance(used, list) else used
+    name = next(iter(first.values())) if isinstance(first, dict) and first else first
+    name = str(name)
+    if name.startswith("ModelConfig("):
+        return "Ax default"
+    return name

@@ -1,0 +1,51 @@
+"""Where a run ran: package versions, device and the time stamps of its result."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from importlib import metadata
+from typing import Any
+
+__all__ = ["device_info", "package_versions"]
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of the packages that decide the numbers."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in (
+        "ax-platform",
+        "botorch",
+        "gpytorch",
+        "torch",
+        "ax-kernel-discovery",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+    ):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def device_info(device: str = "cpu") -> dict[str, Any]:
+    """Where the run happened: torch device, CPU, cores, threads."""
+    import torch
+
+    info: dict[str, Any] = {
+        "torch_device": device,
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cuda_available": torch.cuda.is_available(),
+    }
+    if device.startswith("cuda") and torch.cuda.is_available():
+        info["cuda_device"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,269 @@
+"""One run, resumable: :func:`run_experiment` drives the rounds and writes the result."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ax_kernel_discovery.runner.ax_client import _load_client, _new_client, _trial_values
+from ax_kernel_discovery.runner.config import (
+    KD_METHODS,
+    RunConfig,
+    check_run_config,
+    make_problem,
+    make_run_config,
+)
+from ax_kernel_discovery.runner.environment import _now, device_info, package_versions
+from ax_kernel_discovery.runner.results import (
+    PHASES,
+    RESULT_VERSION,
+    _atomic_write_json,
+    best_so_far,
+    load_result,
+)
+from ax_kernel_discovery.runner.rounds import _one_round
+
+__all__ = ["run_experiment"]
+
+
+def run_experiment(
+    problem: str | RunConfig,
+    method: str | None = None,
+    *,
+    progress: bool | Any = False,
+    on_round: Callable[[dict[str, Any]], None] | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Run (or resume, or skip) one problem x method x seed; returns the result dict.
+
+    Args:
+        problem: Problem name, or a complete :class:`RunConfig`.
+        method: Method name (when ``problem`` is a name).
+        progress: Show a progress bar of the rounds (True), or a ``rich.progress.Progress``
+            to add the task to.
+        on_round: Called with each round's record after its checkpoint is written
+            (e.g. for live monitoring; an exception raised there stops the run).
+        **settings: Fields of :class:`RunConfig` (``seed``, ``budget``, ``batch``,
+            ``num_sobol``, ``out``, ``num_restarts``, ``raw_samples``, ``maxiter``,
+            ``kd_config``...).
+
+    Returns:
+        The result (also written to ``<out>/<problem>__<method>__seed<k>.json``).
+
+    Raises:
+        UserInputError: Unknown problem/method, ``budget < num_sobol``, missing data,
+            or a checkpoint made with different settings.
+    """
+    import torch
+    from ax.utils.common.logger import set_ax_logger_levels
+
+    cfg = (
+        problem
+        if isinstance(problem, RunConfig)
+        else make_run_config(problem=problem, method=method, **settings)
+    )
+    check_run_config(cfg)
+    torch.set_num_threads(1)
+    set_ax_logger_levels(logging.WARNING)
+
+    previous = load_result(cfg.result_path)
+    if (
+        previous
+        and previous.get("status") == "complete"
+        and previous.get("n_evaluations", 0) >= cfg.budget
+    ):
+        previous["skipped"] = True
+        return previous
+
+    prob = make_problem(cfg)
+    started = time.perf_counter()
+    client = _load_client(cfg)
+    resumed = client is not None
+    if client is None:
+        client = _new_client(cfg, prob)
+    gs = client._generation_strategy
+    from ax_kernel_discovery.baselines import surrogate_of
+
+    surrogate = surrogate_of(gs)
+
+    rounds: list[dict[str, Any]] = []
+    sessions: list[dict[str, Any]] = []
+    if resumed and previous:
+        n_ckpt = len(client._experiment.trials)
+        rounds = [
+            r for r in previous.get("rounds", []) if max(r.get("trials", [-1]), default=-1) < n_ckpt
+        ]
+        sessions = list(previous.get("sessions", []))
+        covered = {t for r in rounds for t in r.get("trials", [])}
+        lost = [t for t in range(n_ckpt) if t not in covered]
+        if lost:  # the result lagged the checkpoint by a round: keep what Ax knows
+            rounds.append(
+                {
+                    "round": len(rounds),
+                    "trials": lost,
+                    "q": len(lost),
+                    "recovered": True,
+                    "timings": {},
+                }
+            )
+    session = {"started_at": _now(), "n_start": len(client._experiment.trials), "resumed": resumed}
+    sessions.append(session)
+
+    result: dict[str, Any] = {}
+
+    def write(status: str) -> dict[str, Any]:
+        values, statuses = _trial_values(client)
+        for r in rounds:  # full precision (Ax's JSON keeps 10 digits of the data it stores)
+            for t, v in zip(r.get("trials", []), r.get("values") or [], strict=False):
+                if t < len(values) and v is not None and statuses[t] == "completed":
+                    values[t] = float(v)
+        best = best_so_far(values, prob.minimize)
+        failures = [f for r in rounds for f in r.get("failures", [])]
+        totals = {
+            p: float(sum(r.get("timings", {}).get(p, 0.0) or 0.0 for r in rounds)) for p in PHASES
+        }
+        bo_rounds = [r for r in rounds if r.get("kind") == "bo"]
+        per_round = {
+            p: (
+                float(np.mean([r["timings"].get(p, 0.0) for r in bo_rounds])) if bo_rounds else None
+            )
+            for p in PHASES
+        }
+        best_idx = None
+        finite = [(v, i) for i, v in enumerate(values) if v is not None]
+        if finite:
+            best_idx = (min if prob.minimize else max)(finite)[1]
+        result.clear()
+        result.update(
+            {
+                "format": RESULT_VERSION,
+                "status": status,
+                "problem": cfg.problem,
+                "problem_label": prob.name,
+                "problem_description": prob.description,
+                "dim": prob.dim,
+                "direction": "minimize" if prob.minimize else "maximize",
+                "method": cfg.method_label,
+                "seed": cfg.seed,
+                "budget": cfg.budget,
+                "batch": cfg.batch,
+                "num_sobol": cfg.num_sobol,
+                "config": cfg.model_dump(mode="json"),
+                "n_evaluations": len(values),
+                "values": values,
+                "trial_status": statuses,
+                "best_so_far": best,
+                "best_value": best[-1] if best else None,
+                "best_trial": best_idx,
+                "best_parameters": (
+                    list(client._experiment.trials[best_idx].arm.parameters.values())
+                    if best_idx is not None
+                    else None
+                ),
+                "chosen_kernels": [
+                    {
+                        "round": r["round"],
+                        "chosen": r.get("chosen"),
+                        "formula": r.get("chosen_formula"),
+                        "score": r.get("chosen_score"),
+                    }
+                    for r in rounds
+                    if r.get("kind") == "bo"
+                ],
+                "rounds": rounds,
+                "failures": failures,
+                "timings": {
+                    "total": totals,
+                    "mean_per_bo_round": per_round,
+                    "bo_rounds": len(bo_rounds),
+                },
+                "wall_time": float(sum(s.get("wall", 0.0) for s in sessions)),
+                "sessions": sessions,
+                "versions": package_versions(),
+                "device": device_info(_resolved_device(cfg)),
+                "torch_threads": torch.get_num_threads(),
+                "result_path": str(cfg.result_path),
+                "checkpoint_path": str(cfg.checkpoint_path),
+                "updated_at": _now(),
+            }
+        )
+        _atomic_write_json(cfg.result_path, result)
+        return result
+
+    bar, task, own_bar = _round_bar(progress, cfg)
+    try:
+        n_done = len(client._experiment.trials)
+        if bar is not None:
+            bar.update(task, completed=n_done)
+        while n_done < cfg.budget:
+            record = _one_round(cfg, client, gs, surrogate, prob, n_done, len(rounds))
+            rounds.append(record)
+            t0 = time.perf_counter()
+            client.save_to_json_file(str(_tmp_checkpoint(cfg)))
+            os.replace(_tmp_checkpoint(cfg), cfg.checkpoint_path)
+            n_done = len(client._experiment.trials)
+            session["n_end"] = n_done
+            session["wall"] = time.perf_counter() - started
+            record["timings"]["overhead"] += time.perf_counter() - t0
+            record["timings"]["round_wall"] += time.perf_counter() - t0
+            write("running")
+            if bar is not None:
+                bar.update(task, completed=n_done, description=_bar_text(cfg, record))
+            if on_round is not None:
+                on_round(record)
+        session["n_end"] = len(client._experiment.trials)
+        session["wall"] = time.perf_counter() - started
+        session["finished_at"] = _now()
+        return write("complete")
+    finally:
+        prob.close()
+        if surrogate is not None and hasattr(surrogate, "close"):
+            surrogate.close()  # stops a local LLM server the proposer started
+        if own_bar and bar is not None:
+            bar.stop()
+
+
+def _resolved_device(cfg: RunConfig) -> str:
+    """The torch device the BO step runs on (kernel discovery's ``auto`` resolved)."""
+    if cfg.device is not None:
+        return cfg.device
+    if cfg.method in KD_METHODS:
+        from ax_kernel_discovery.config import KernelDiscoveryConfig
+
+        return KernelDiscoveryConfig.model_validate(cfg.kd_config or {}).resolved_device()
+    return "cpu"
+
+
+def _tmp_checkpoint(cfg: RunConfig) -> Path:
+    path = cfg.checkpoint_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(path.name + ".tmp")
+
+
+def _bar_text(cfg: RunConfig, record: dict[str, Any] | None = None) -> str:
+    text = f"{cfg.run_id}"
+    if record and record.get("chosen"):
+        text += f" [{record['chosen'][:28]}]"
+    return text
+
+
+def _round_bar(progress: bool | Any, cfg: RunConfig) -> tuple[Any, Any, bool]:
+    if progress is False or progress is None:
+        return None, None, False
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    own = progress is True
+    bar: Any = progress
+    if own:
+        bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+        )
+        bar.start()
+    task = bar.add_task(_bar_text(cfg), total=cfg.budget)
+    return bar, task, own

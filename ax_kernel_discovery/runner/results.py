@@ -1,0 +1,60 @@
+"""The result JSON of a run: its format, phases, best-so-far values and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PHASES", "RESULT_VERSION", "best_so_far", "load_result"]
+
+
+RESULT_VERSION = 1
+
+
+PHASES: tuple[str, ...] = ("fit", "propose", "validate", "acquisition", "evaluate", "overhead")
+"""Timed phases of a round: GP fit and kernel selection, proposal (LLM or operator),
+validation of proposals, acquisition optimization, oracle evaluation, and the rest
+(Ax bookkeeping, checkpointing)."""
+
+
+def _atomic_write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, default=_json_default)
+    os.replace(tmp, path)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    return repr(obj)
+
+
+def load_result(path: str | Path) -> dict[str, Any] | None:
+    """A result JSON, or ``None`` when it is missing or unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def best_so_far(values: Sequence[float | None], minimize: bool) -> list[float | None]:
+    """Running best in the problem's direction (``None`` until a value exists)."""
+    out: list[float | None] = []
+    best: float | None = None
+    for v in values:
+        if v is not None and (best is None or (v < best if minimize else v > best)):
+            best = v
+        out.append(best)
+    return out
