@@ -35,6 +35,9 @@ from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
 
 __all__ = ["DirectCodeProposer"]
 
+#: One kernel read from a reply: its code, formula and fingerprint (for duplicates).
+_Read = tuple[CodeBlock, str, str | None]
+
 
 class DirectCodeProposer(LLMProposerBase):
     """One LLM call per round that writes the code of new kernels directly.
@@ -118,36 +121,36 @@ class DirectCodeProposer(LLMProposerBase):
         seen: set[str] = set()
         for i, part in enumerate(parts[:k]):
             name = self._unique(f"{prefix}_{i}", taken)
-            if isinstance(part, CodeBlock):
-                self._add_class(part, name, seen, proposal)
-            else:
-                self._add_function(part, name, seen, proposal)
+            built = (
+                self._read_class(part, name)
+                if isinstance(part, CodeBlock)
+                else self._read_function(part, name)
+            )
+            if isinstance(built, Rejection):
+                proposal.rejections.append(built)
+                continue
+            block, formula, fingerprint = built
+            self._add(block, name, formula, fingerprint, seen, proposal)
 
-    def _add_class(self, block: CodeBlock, name: str, seen: set[str], proposal: Proposal) -> None:
+    def _read_class(self, block: CodeBlock, name: str) -> _Read | Rejection:
         """A Kernel class of a class-style reply, unless it copies the worked example."""
         formula = _formula_of(block.docstring, block.class_name)
         if copies_example(block.code) and self.options.conversion_example:
-            proposal.rejections.append(
-                Rejection(
-                    name=name,
-                    stage="parse",
-                    reason="the code copies the worked example",
-                    formula=formula,
-                )
+            return Rejection(
+                name=name,
+                stage="parse",
+                reason="the code copies the worked example",
+                formula=formula,
             )
-            return
-        self._add(block, name, formula, forward_fingerprint(block.code), seen, proposal)
+        return block, formula, forward_fingerprint(block.code)
 
-    def _add_function(
-        self, part: NamedFunctionReply, name: str, seen: set[str], proposal: Proposal
-    ) -> None:
+    def _read_function(self, part: NamedFunctionReply, name: str) -> _Read | Rejection:
         """A ``covariance`` block of a pair-style reply, built into a Kernel class."""
         formula = part.formula or f"{part.name or name} (no formula given)"
         built = self._build_from_function(part.text, part.name or name, formula, name)
         if isinstance(built, Rejection):
-            proposal.rejections.append(built)
-            return
-        self._add(built, name, formula, built.docstring, seen, proposal)
+            return built
+        return built, formula, built.docstring
 
     @staticmethod
     def _note_short(got: int, k: int, prefix: str, what: str, proposal: Proposal) -> None:
