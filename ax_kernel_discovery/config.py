@@ -46,12 +46,20 @@ class KernelDiscoveryConfig(BaseModel):
     criterion: Criterion = Field(
         "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
     )
-    selection: Literal["full", "halving"] = Field(
+    selection: Literal["full", "halving", "auto"] = Field(
         "full",
         description="full: fit every member each round; halving: score members at last "
         "round's hyperparameters, fit new kernels, then refit and rescore only the "
-        "halving_keep best (successive halving; see docs/benchmarks.md for its agreement "
-        "with full selection).",
+        "halving_keep best (successive halving); auto: halving in a round that adds at most "
+        "halving_max_new_fraction of the points the last round had (its hyperparameters "
+        "barely move), full otherwise. See docs/benchmarks.md for the agreement of each "
+        "with full selection.",
+    )
+    halving_max_new_fraction: float = Field(
+        0.1,
+        ge=0.0,
+        description="selection='auto' halves a round whose new points are at most this "
+        "fraction of the last round's.",
     )
     halving_keep: int = Field(
         3, ge=1, le=200, description="Finalists refitted in selection='halving'."

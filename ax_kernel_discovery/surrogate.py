@@ -98,6 +98,7 @@ class RoundRecord(BaseModel):
     accepted_diversity: float | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     proposer_usage: dict[str, float] = Field(default_factory=dict)
+    selection: str | None = None
 
 
 def model_config_for(
@@ -588,7 +589,8 @@ class KernelDiscoverySurrogate(Surrogate):
         that were only screened keep their screen hyperparameters and scores.
         """
         models: dict[str, tuple[Model, ModelConfig, float]] = {}
-        halving = self.config.selection == "halving" and len(cands) > self.config.halving_keep
+        halving = self._halving(outcome, rec.n) and len(cands) > self.config.halving_keep
+        rec.selection = "halving" if halving else "full"
         warm_before = dict(self._warm) if halving else {}
         for cand in cands:
             screen = halving and (outcome, cand.name) in self._warm
@@ -621,6 +623,19 @@ class KernelDiscoverySurrogate(Surrogate):
                 models[name] = fitted
         rec.timings["finalists"] = float(len(finalists))
         return models
+
+    def _halving(self, outcome: str, n: int) -> bool:
+        """Whether this round selects by successive halving (``config.selection``).
+
+        ``auto`` halves when the last round of ``outcome`` had ``n_last`` points and this
+        one adds at most ``halving_max_new_fraction * n_last``: a member's hyperparameters
+        then barely move, so its score at last round's hyperparameters ranks it as a refit
+        would.
+        """
+        if self.config.selection != "auto":
+            return self.config.selection == "halving"
+        last = next((r.n for r in reversed(self.history) if r.outcome == outcome), None)
+        return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
 
     def _choose(self, models: dict[str, tuple[Model, ModelConfig, float]]) -> str:
         """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.

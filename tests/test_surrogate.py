@@ -270,10 +270,28 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
     fitted = [name for name, did_fit in refits if did_fit]
     members = set(rec.scores) - set(rec.proposed)
     screened_only = [name for name in members if name not in fitted]
-    assert rec.timings["finalists"] == 2
+    assert rec.timings["finalists"] == 2 and rec.selection == "halving"
     assert len(screened_only) >= len(members) - 2  # at most the 2 finalists were refitted
     assert rec.chosen in rec.scores and len(rec.scores) >= len(members)
     assert rec.chosen == min(rec.scores, key=rec.scores.get)
+
+
+def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    s = KernelDiscoverySurrogate(
+        KernelDiscoveryConfig(selection="auto", halving_max_new_fraction=0.1)
+    )
+    assert not s._halving("f", 300)  # first round: nothing to screen with
+    s.history.append(RoundRecord(round=0, outcome="f", n=300, dim=6))
+    s.history.append(RoundRecord(round=1, outcome="g", n=20, dim=6))
+    assert s._halving("f", 304)  # 4 new points on 300
+    assert s._halving("f", 330)  # exactly 10%
+    assert not s._halving("f", 331)
+    assert not s._halving("g", 35)  # 15 new points on 20: hyperparameters move
+    assert not s._halving("f", 250)  # fewer points than last round (new data set)
+    assert KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="halving"))._halving("f", 9)
+    assert not KernelDiscoverySurrogate()._halving("f", 304)
 
 
 def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
