@@ -47,7 +47,7 @@ class KernelDiscoveryConfig(BaseModel):
         "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
     )
     selection: Literal["full", "halving", "auto"] = Field(
-        "full",
+        "auto",
         description="full: fit every member each round; halving: score members at last "
         "round's hyperparameters, fit new kernels, then refit and rescore only the "
         "halving_keep best (successive halving); auto: halving in a round that adds at most "
@@ -56,7 +56,7 @@ class KernelDiscoveryConfig(BaseModel):
         "with full selection.",
     )
     halving_max_new_fraction: float = Field(
-        0.1,
+        0.05,
         ge=0.0,
         description="selection='auto' halves a round whose new points are at most this "
         "fraction of the last round's.",

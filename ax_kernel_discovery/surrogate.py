@@ -582,16 +582,18 @@ class KernelDiscoverySurrogate(Surrogate):
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
         kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
         hyperparameters is scored at them without refitting (a round adds a few points
-        to many, so its hyperparameters barely move), a new kernel gets ``fit_maxiter``
-        steps; then the ``halving_keep`` best are fitted exactly as the full procedure
-        fits them (from the same warm start, with the same number of steps) and scored
-        again, so a finalist's score is the one full selection would give it. Kernels
-        that were only screened keep their screen hyperparameters and scores.
+        to many, so its hyperparameters barely move); a new kernel has no such state and
+        is fitted exactly as full selection fits it, once. Then the ``halving_keep`` best
+        screened members are refitted exactly as the full procedure refits them (from the
+        same warm start, with the same number of steps) and scored again. Every finalist's
+        score is thus the one full selection would give it; members that were only
+        screened keep their screen hyperparameters and scores.
         """
         models: dict[str, tuple[Model, ModelConfig, float]] = {}
         halving = self._halving(outcome, rec.n) and len(cands) > self.config.halving_keep
         rec.selection = "halving" if halving else "full"
         warm_before = dict(self._warm) if halving else {}
+        screened: set[str] = set()
         for cand in cands:
             screen = halving and (outcome, cand.name) in self._warm
             fitted = self._fit_and_score(
@@ -601,21 +603,19 @@ class KernelDiscoverySurrogate(Surrogate):
                 outcome,
                 rec,
                 refit=not screen or self.config.halving_screen_maxiter > 0,
-                cold_factor=1 if halving else 4,
                 maxiter=self.config.halving_screen_maxiter if screen else None,
             )
             if fitted is not None:
                 models[cand.name] = fitted
+                if screen:
+                    screened.add(cand.name)
         if not halving:
             return models
-        finalists = sorted(models, key=lambda k: models[k][2])[: self.config.halving_keep]
+        ranked = sorted(models, key=lambda k: models[k][2])
+        finalists = [k for k in ranked[: self.config.halving_keep] if k in screened]
         by_name = {c.name: c for c in cands}
         for name in finalists:
-            key = (outcome, name)
-            if key in warm_before:
-                self._warm[key] = warm_before[key]
-            else:
-                self._warm.pop(key, None)
+            self._warm[(outcome, name)] = warm_before[(outcome, name)]
             fitted = self._fit_and_score(by_name[name], dataset, search_space_digest, outcome, rec)
             if fitted is None:
                 models.pop(name)

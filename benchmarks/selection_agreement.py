@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         "budget": args.budget,
         "batch": args.batch,
         "num_sobol": args.num_sobol,
+        "kd_config": {"selection": "full"},  # the reference drives the run
     }
     with tempfile.TemporaryDirectory() as tmp:
         for problem in args.problems:

@@ -270,8 +270,10 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
     fitted = [name for name, did_fit in refits if did_fit]
     members = set(rec.scores) - set(rec.proposed)
     screened_only = [name for name in members if name not in fitted]
-    assert rec.timings["finalists"] == 2 and rec.selection == "halving"
+    assert rec.selection == "halving" and rec.timings["finalists"] <= 2
     assert len(screened_only) >= len(members) - 2  # at most the 2 finalists were refitted
+    # a new kernel is fitted once, as full selection fits it (no screen, no refit)
+    assert rec.accepted and all(fitted.count(name) == 1 for name in rec.accepted)
     assert rec.chosen in rec.scores and len(rec.scores) >= len(members)
     assert rec.chosen == min(rec.scores, key=rec.scores.get)
 
@@ -291,7 +293,10 @@ def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
     assert not s._halving("g", 35)  # 15 new points on 20: hyperparameters move
     assert not s._halving("f", 250)  # fewer points than last round (new data set)
     assert KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="halving"))._halving("f", 9)
-    assert not KernelDiscoverySurrogate()._halving("f", 304)
+    assert not KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="full"))._halving("f", 9)
+    default = KernelDiscoverySurrogate()  # auto, halving up to 5% new points
+    default.history.append(RoundRecord(round=0, outcome="f", n=300, dim=6))
+    assert default._halving("f", 304) and not default._halving("f", 316)
 
 
 def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
