@@ -610,7 +610,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 if screen:
                     screened.add(cand.name)
         if not halving:
-            return models
+            return self._drop_slow_fits(models, rec)
         ranked = sorted(models, key=lambda k: models[k][2])
         finalists = [k for k in ranked[: self.config.halving_keep] if k in screened]
         by_name = {c.name: c for c in cands}
@@ -622,6 +622,34 @@ class KernelDiscoverySurrogate(Surrogate):
             else:
                 models[name] = fitted
         rec.timings["finalists"] = float(len(finalists))
+        return self._drop_slow_fits(models, rec)
+
+    def _drop_slow_fits(
+        self, models: dict[str, tuple[Model, ModelConfig, float]], rec: RoundRecord
+    ) -> dict[str, tuple[Model, ModelConfig, float]]:
+        """Reject the kernels whose fit took more than ``fit_timeout`` and more than
+        ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
+
+        The limit is relative so that a problem where every fit needs the time cap (a
+        large n and D on a CPU) still has kernels to choose from, while a kernel far
+        slower than its peers (it also slows every acquisition step) is refused.
+        """
+        seconds = {k: rec.timings[f"refit:{k}"] for k in models if f"refit:{k}" in rec.timings}
+        if not seconds:
+            return models
+        limit = max(self.config.fit_timeout, self.config.slow_fit_factor * min(seconds.values()))
+        for name, elapsed in seconds.items():
+            if elapsed > limit:
+                models.pop(name)
+                rec.rejected.append(
+                    Rejection(
+                        name=name,
+                        stage="timeout",
+                        reason=f"fit took {elapsed:.1f}s > {limit:.1f}s (fit_timeout="
+                        f"{self.config.fit_timeout}s, {self.config.slow_fit_factor}x the "
+                        "fastest fit)",
+                    )
+                )
         return models
 
     def _halving(self, outcome: str, n: int) -> bool:
@@ -716,16 +744,8 @@ class KernelDiscoverySurrogate(Surrogate):
                 if warm is None:
                     raise
                 model = self._construct_model(dataset, search_space_digest, config, None, True)
-            elapsed = time.perf_counter() - t0
-            if elapsed > self.config.fit_timeout:
-                rec.rejected.append(
-                    Rejection(
-                        name=cand.name,
-                        stage="timeout",
-                        reason=f"fit took {elapsed:.1f}s > fit_timeout={self.config.fit_timeout}s",
-                    )
-                )
-                return None
+            if refit:
+                rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
             with torch.no_grad():
                 K, y = prior_covariance(model)
                 top_k, sign = self.config.score_top_k, self.objective_weights.get(outcome)

@@ -299,6 +299,37 @@ def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
     assert default._halving("f", 304) and not default._halving("f", 316)
 
 
+def test_a_fit_over_fit_timeout_is_rejected_only_when_far_slower_than_the_fastest() -> None:
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(fit_timeout=60.0, slow_fit_factor=3.0))
+    models = {k: (None, None, 0.1) for k in ("RBF", "SL", "big", "screened")}
+    rec = RoundRecord(round=0, outcome="f", n=1000, dim=6392)
+    # every fit needs more than fit_timeout (the Humanoid scale on a CPU)
+    rec.timings.update({"refit:RBF": 88.0, "refit:SL": 137.0, "refit:big": 300.0})
+    kept = s._drop_slow_fits(dict(models), rec)  # type: ignore[arg-type]
+    assert set(kept) == {"RBF", "SL", "screened"}  # 300 s > 3 x 88 s; 'screened' had no fit
+    assert [(r.name, r.stage) for r in rec.rejected] == [("big", "timeout")]
+    assert "264.0s" in rec.rejected[0].reason
+    # at a normal scale, fit_timeout is the limit
+    rec = RoundRecord(round=0, outcome="f", n=50, dim=6)
+    rec.timings.update({"refit:RBF": 0.5, "refit:SL": 59.0, "refit:big": 61.0})
+    assert set(s._drop_slow_fits(dict(models), rec)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
+
+
+def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> None:
+    config = KernelDiscoveryConfig(
+        population_size=4, proposals_per_round=1, fit_maxiter=5, seed=0,
+        fit_timeout=1e-6, slow_fit_factor=1e9,
+    )  # fmt: skip
+    client = make_client(config)
+    run_batch(client, 10)
+    run_batch(client, 2)
+    rec = surrogate_of(client).history[-1]
+    assert rec.chosen is not None and len(rec.scores) >= 4
+    assert not [r for r in rec.rejected if r.stage in ("timeout", "fit")]
+
+
 def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
     class _Model:
         def __init__(self, k: int) -> None:
