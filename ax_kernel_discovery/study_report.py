@@ -245,6 +245,15 @@ def _by_seed(results: Sequence[dict[str, Any]], problem: str, method: str) -> di
     }
 
 
+def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
+    """The seeds that every method with results on ``problem`` has finished."""
+    by_method: dict[str, set[int]] = collections.defaultdict(set)
+    for r in results:
+        if r["problem"] == problem and r.get("best_value") is not None:
+            by_method[r["method"]].add(int(r.get("seed", 0)))
+    return set.intersection(*by_method.values()) if by_method else set()
+
+
 def study_summary(
     results: Sequence[dict[str, Any]],
     variants: Mapping[str, Sequence[dict[str, Any]]] | None = None,
@@ -254,11 +263,17 @@ def study_summary(
     problems = [p for p in protocol.problems if any(r["problem"] == p for r in results)]
     methods = [m for m in protocol.methods if any(r["method"] == m for r in results)]
     table = rank_table(results, problems, methods)
+    # ranks compare methods on the same seeds: those every method of the problem has
+    common = {p: _common_seeds(results, p) for p in problems}
+    ranked = rank_table(
+        [r for r in results if r.get("seed") in common[r["problem"]]], problems, methods
+    )
     summary: dict[str, Any] = {
         "protocol": protocol.model_dump(mode="json"),
         "n_runs": len(results),
         "n_planned": len(protocol.problems) * len(protocol.methods) * len(protocol.seeds),
-        "average_rank": table.average_rank,
+        "average_rank": ranked.average_rank,
+        "rank_seeds": {p: sorted(common[p]) for p in problems},
         "problems": {},
         "paired": {},
         "search": {},
@@ -283,7 +298,7 @@ def study_summary(
                 "budget": max(int(r["budget"]) for r in runs),
                 "mean": cell.mean,
                 "se": standard_error(cell.values),
-                "rank": table.ranks[m].get(p),
+                "rank": ranked.ranks[m].get(p),
             }
             summary["search"].setdefault(p, {})[m] = search_diagnostics(runs)
         kd = _by_seed(results, p, "kd")
@@ -418,6 +433,18 @@ def _results_markdown(summary: Mapping[str, Any]) -> list[str]:
         avg = summary["average_rank"].get(m)
         row.append(f"{avg:.2f}" if avg is not None else "–")
         lines.append("| " + " | ".join(row) + " |")
+    seeds = summary.get("rank_seeds", {})
+    if seeds:
+        lines += [
+            "",
+            "Seeds ranked: "
+            + "; ".join(
+                f"{summary['problems'][p]['label']}: "
+                + (", ".join(str(x) for x in seeds.get(p, [])) or "none in common")
+                for p in problems
+            )
+            + ".",
+        ]
     return lines
 
 
@@ -604,7 +631,9 @@ def write_study_report(
         "## Best value found",
         "",
         "Mean ± standard error over seeds (number of seeds); bold: rank 1 on the problem. "
-        "avg. rank: mean over problems of each method's rank by mean best value.",
+        "Ranks compare the methods on the same seeds: a problem's rank uses only the seeds "
+        "that every method has finished there (listed under the table); avg. rank: mean "
+        "over problems of each method's rank by mean best value on those seeds.",
         "",
         *_results_markdown(summary),
         "",

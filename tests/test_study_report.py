@@ -218,3 +218,20 @@ def test_transfer_summary_pairs_the_transferred_kernel(tmp_path) -> None:
     assert rows["sl"]["n_seeds"] == 1  # only seed 0 is shared with the transfer runs
     assert rows["sl"]["transferred_vs"]["wins"] == 1
     assert transfer_summary(tmp_path / "missing", study) is None
+
+
+def test_ranks_use_the_seeds_every_method_has(tmp_path) -> None:
+    protocol = StudyProtocol(problems=("p1",), methods=("kd", "sl"), seeds=(0, 1))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    # seed 0: sl better; seed 1 (kd only) a very good kd value that would flip the means
+    for m, s, best in (("kd", 0, 2.0), ("sl", 0, 1.0), ("kd", 1, -10.0)):
+        (folder / f"p1__{m}__seed{s}.json").write_text(json.dumps(_fake_result("p1", m, s, best)))
+    md = write_study_report(folder, tmp_path / "results.md", protocol)
+    summary = json.loads((folder / "summary.json").read_text())
+    methods = summary["problems"]["p1"]["methods"]
+    assert methods["kd"]["mean"] == pytest.approx(-4.0) and methods["kd"]["n_seeds"] == 2
+    assert summary["rank_seeds"] == {"p1": [0]}
+    assert (methods["sl"]["rank"], methods["kd"]["rank"]) == (1, 2)
+    assert summary["average_rank"] == {"kd": 2.0, "sl": 1.0}
+    assert "Seeds ranked: p1: 0." in md.read_text()
