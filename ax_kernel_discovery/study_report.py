@@ -344,7 +344,8 @@ def transfer_summary(
         kernel = json.loads(library.read_text())["kernels"][0]
     except (FileNotFoundError, KeyError, IndexError, json.JSONDecodeError):
         return None
-    fixed = [r for r in runs if r["method"] == "fixed"]
+    # a fixed-kernel run records its method as "fixed:<kernel name>"
+    fixed = [{**r, "method": "fixed"} for r in runs if r["method"].split(":")[0] == "fixed"]
     out: dict[str, Any] = {"kernel": kernel.get("name"), "formula": kernel.get("formula")}
     out["problems"] = {}
     for p in dict.fromkeys(r["problem"] for r in fixed):

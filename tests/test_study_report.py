@@ -204,8 +204,8 @@ def test_transfer_summary_pairs_the_transferred_kernel(tmp_path) -> None:
     kernel = {"name": "off_r1_0:(sl*bock)", "formula": "k = SL * BOCK"}
     (transfer / "kernels.json").write_text(json.dumps({"kernels": [kernel]}))
     for s, (mine, rbf) in enumerate([(1.0, 2.0), (1.5, 1.0)]):
-        for m, best in (("fixed", mine), ("rbf", rbf)):
-            (transfer / f"p1__{m}__seed{s}.json").write_text(
+        for m, best in (("fixed:off_r1_0:(sl*bock)", mine), ("rbf", rbf)):
+            (transfer / f"p1__{m.split(':')[0]}__seed{s}.json").write_text(
                 json.dumps(_fake_result("p1", m, s, best))
             )
     study = [_fake_result("p1", "sl", 0, 3.0), _fake_result("p1", "sl", 7, 0.0)]
