@@ -159,7 +159,6 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         outcome: str,
         rec: RoundRecord,
         refit: bool = True,
-        cold_factor: int = 4,
         maxiter: int | None = None,
     ) -> tuple[Model, ModelConfig, float] | None:
         if (
@@ -180,7 +179,6 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
             outcome,
             rec,
             refit=refit,
-            cold_factor=cold_factor,
             maxiter=maxiter,
         )
 

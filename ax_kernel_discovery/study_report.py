@@ -247,11 +247,9 @@ def _by_seed(results: Sequence[dict[str, Any]], problem: str, method: str) -> di
 
 def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
     """The seeds that every method with results on ``problem`` has finished."""
-    by_method: dict[str, set[int]] = collections.defaultdict(set)
-    for r in results:
-        if r["problem"] == problem and r.get("best_value") is not None:
-            by_method[r["method"]].add(int(r.get("seed", 0)))
-    return set.intersection(*by_method.values()) if by_method else set()
+    methods = {r["method"] for r in results if r["problem"] == problem}
+    seeds = [set(by) for m in methods if (by := _by_seed(results, problem, m))]
+    return set.intersection(*seeds) if seeds else set()
 
 
 def study_summary(

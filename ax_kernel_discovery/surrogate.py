@@ -610,7 +610,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 if screen:
                     screened.add(cand.name)
         if not halving:
-            return self._drop_slow_fits(models, rec)
+            return self._drop_slow_fits(models, outcome, rec)
         ranked = sorted(models, key=lambda k: models[k][2])
         finalists = [k for k in ranked[: self.config.halving_keep] if k in screened]
         by_name = {c.name: c for c in cands}
@@ -622,10 +622,10 @@ class KernelDiscoverySurrogate(Surrogate):
             else:
                 models[name] = fitted
         rec.timings["finalists"] = float(len(finalists))
-        return self._drop_slow_fits(models, rec)
+        return self._drop_slow_fits(models, outcome, rec)
 
     def _drop_slow_fits(
-        self, models: dict[str, tuple[Model, ModelConfig, float]], rec: RoundRecord
+        self, models: dict[str, tuple[Model, ModelConfig, float]], outcome: str, rec: RoundRecord
     ) -> dict[str, tuple[Model, ModelConfig, float]]:
         """Reject the kernels whose fit took more than ``fit_timeout`` and more than
         ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
@@ -641,6 +641,7 @@ class KernelDiscoverySurrogate(Surrogate):
         for name, elapsed in seconds.items():
             if elapsed > limit:
                 models.pop(name)
+                self._warm.pop((outcome, name), None)  # a rejected fit leaves no warm start
                 rec.rejected.append(
                     Rejection(
                         name=name,
@@ -721,19 +722,18 @@ class KernelDiscoverySurrogate(Surrogate):
         outcome: str,
         rec: RoundRecord,
         refit: bool = True,
-        cold_factor: int = 4,
         maxiter: int | None = None,
     ) -> tuple[Model, ModelConfig, float] | None:
         """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
 
-        A cold start gets ``cold_factor`` times ``fit_maxiter`` steps (``maxiter``
-        overrides ``fit_maxiter``); ``refit=False`` scores the model at last round's
-        hyperparameters (it needs a warm state).
+        A cold start gets 4 times ``fit_maxiter`` steps (``maxiter`` overrides
+        ``fit_maxiter``); ``refit=False`` scores the model at last round's hyperparameters
+        (it needs a warm state).
         """
         warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
         maxiter = self.config.fit_maxiter if maxiter is None else maxiter
         if maxiter is not None and warm is None:
-            maxiter *= cold_factor  # a cold start needs more iterations than a warm one
+            maxiter *= 4  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
         config = model_config_for(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
