@@ -44,7 +44,17 @@ class KernelDiscoveryConfig(BaseModel):
         description="New kernels proposed per round (mutations + compositions or LLM forms).",
     )
     criterion: Criterion = Field(
-        "loo_crps", description="Selection criterion: loo_crps | loo_crps_bic | mll | bic."
+        "loo_crps",
+        description="Selection criterion: loo_crps | loo_crps_bic | lbo_crps | mll | bic. "
+        "lbo_crps leaves out each of the last score_batches BO batches in turn and scores "
+        "its points' predictive from all other points (where BO went, not where it was).",
+    )
+    score_batches: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="Batches (the points of one BO round each) that criterion='lbo_crps' "
+        "leaves out: the most recent ones.",
     )
     selection: Literal["full", "halving", "auto"] = Field(
         "auto",
@@ -263,6 +273,15 @@ class KernelDiscoveryConfig(BaseModel):
         if not self.keep_start_set and not self.start_kernels:
             raise ValueError(
                 "keep_start_set=False needs start_kernels (a population needs kernels)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _top_k_scores_points(self) -> KernelDiscoveryConfig:
+        if self.criterion == "lbo_crps" and self.score_top_k is not None:
+            raise ValueError(
+                "score_top_k selects points by value and criterion='lbo_crps' leaves out "
+                "whole batches: use one or the other"
             )
         return self
 

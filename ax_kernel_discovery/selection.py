@@ -16,20 +16,33 @@ and scores it with the CRPS of a Gaussian (lower is better):
     \\sigma \\left[ z (2\\Phi(z) - 1) + 2 \\varphi(z) - \\tfrac{1}{\\sqrt{\\pi}} \\right],
     \\quad z = \\frac{y - \\mu}{\\sigma}
 
+LBO-CRPS (``lbo_crps``, leave-batch-out) scores where BO goes next rather than where
+it has been: each of the last BO batches :math:`B` is left out in turn and predicted
+jointly from all other points, in closed form with :math:`P = K^{-1}`:
+
+.. math::
+
+    \\mu_{B} = y_B - (P_{BB})^{-1} [P y]_B, \\qquad \\Sigma_{B} = (P_{BB})^{-1}
+
+and the marginal CRPS of its points is averaged. A batch is the set of points one
+acquisition chose, so its points are where the model that chose them was (over-)confident;
+plain LOO leaves out one point and keeps its batch neighbours, which flatters kernels
+that interpolate and extrapolate badly (see ``docs/results.md``, selection diagnostics).
+
 The K must be the prior covariance (train mode), not an eval-mode posterior.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
-Criterion = Literal["loo_crps", "loo_crps_bic", "mll", "bic"]
-CRITERIA: tuple[str, ...] = ("loo_crps", "loo_crps_bic", "mll", "bic")
+Criterion = Literal["loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic"]
+CRITERIA: tuple[str, ...] = ("loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic")
 
 _SQRT_PI_INV = 1.0 / math.sqrt(math.pi)
 
@@ -79,6 +92,54 @@ def loo_crps(K: Tensor, y: Tensor) -> Tensor:
     return gaussian_crps(mu, var.sqrt(), y).mean()
 
 
+def leave_blocks_out_predictive(
+    K: Tensor, y: Tensor, blocks: Sequence[Tensor]
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Closed-form predictive of each block given all other points (marginals).
+
+    Args:
+        K: ``n x n`` noisy prior covariance (positive definite).
+        y: ``n`` targets with the prior mean already removed.
+        blocks: Disjoint index tensors; each is left out in turn.
+
+    Returns:
+        ``(index, mu, var)``: the points of all blocks, concatenated, with their
+        leave-block-out means and marginal variances.
+    """
+    _check(K, y)
+    if not blocks:
+        raise ValueError("leave_blocks_out_predictive needs at least one block")
+    L = torch.linalg.cholesky(K)
+    eye = torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
+    P = torch.cholesky_solve(eye, L)
+    alpha = P @ y
+    idx, mus, variances = [], [], []
+    for block in blocks:
+        block = torch.as_tensor(block, dtype=torch.long, device=K.device)
+        if block.numel() == 0:
+            continue
+        cov = torch.linalg.inv(P[block][:, block])
+        idx.append(block)
+        mus.append(y[block] - cov @ alpha[block])
+        variances.append(torch.diagonal(cov))
+    return torch.cat(idx), torch.cat(mus), torch.cat(variances)
+
+
+def lbo_crps(K: Tensor, y: Tensor, blocks: Sequence[Tensor]) -> Tensor:
+    """Mean CRPS of the leave-block-out Gaussians over the blocks' points (lower is better).
+
+    With one-point blocks this is :func:`loo_crps` on those points.
+
+    Example:
+        >>> K = torch.eye(4, dtype=torch.float64) * 2
+        >>> y = torch.zeros(4, dtype=torch.float64)
+        >>> bool(torch.isclose(lbo_crps(K, y, [torch.tensor([2, 3])]), loo_crps(K, y)))
+        True
+    """
+    idx, mu, var = leave_blocks_out_predictive(K, y, blocks)
+    return gaussian_crps(mu, var.clamp_min(1e-12).sqrt(), y[idx]).mean()
+
+
 def log_marginal_likelihood(K: Tensor, y: Tensor) -> Tensor:
     """Exact Gaussian log marginal likelihood log N(y; 0, K)."""
     _check(K, y)
@@ -88,11 +149,19 @@ def log_marginal_likelihood(K: Tensor, y: Tensor) -> Tensor:
     return -0.5 * (y @ alpha) - torch.log(torch.diagonal(L)).sum() - 0.5 * n * math.log(2 * math.pi)
 
 
-def score(criterion: str, K: Tensor, y: Tensor, num_params: int) -> float:
+def score(
+    criterion: str,
+    K: Tensor,
+    y: Tensor,
+    num_params: int,
+    blocks: Sequence[Tensor] | None = None,
+) -> float:
     """Score a fitted GP by ``criterion`` (lower is better).
 
     * ``loo_crps``: :func:`loo_crps`.
     * ``loo_crps_bic``: LOO-CRPS plus ``|theta| log n / n`` (for D >> n).
+    * ``lbo_crps``: :func:`lbo_crps` on ``blocks`` (the last BO batches); LOO-CRPS
+      when there are none yet (the first BO round sees only the initial design).
     * ``mll``: negative log marginal likelihood per data point.
     * ``bic``: ``|theta| log n - 2 log p(y)``.
 
@@ -101,8 +170,14 @@ def score(criterion: str, K: Tensor, y: Tensor, num_params: int) -> float:
         K: Noisy prior covariance.
         y: Centred targets.
         num_params: Number of scalar hyperparameters of the kernel.
+        blocks: Index tensors of the batches ``lbo_crps`` leaves out (ignored by the
+            other criteria).
     """
     n = y.shape[-1]
+    if criterion == "lbo_crps":
+        if blocks and any(len(b) for b in blocks):
+            return float(lbo_crps(K, y, blocks))
+        criterion = "loo_crps"
     fn = _CRITERIA.get(criterion)
     if fn is None:
         raise ValueError(f"unknown criterion {criterion!r}; choose from {CRITERIA}")

@@ -666,6 +666,20 @@ class KernelDiscoverySurrogate(Surrogate):
         last = next((r.n for r in reversed(self.history) if r.outcome == outcome), None)
         return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
 
+    def _score_blocks(self, outcome: str, n: int) -> list[Tensor] | None:
+        """The last ``score_batches`` BO batches of ``outcome``, as row indices (lbo_crps).
+
+        A batch is the rows a round added: Ax hands the surrogate its rows in trial order,
+        so round ``r`` added rows ``n_{r-1} .. n_r - 1``. The initial design is never a
+        batch; before the first BO batch there is none (``None``: LOO-CRPS).
+        """
+        if self.config.criterion != "lbo_crps":
+            return None
+        edges = sorted({r.n for r in self.history if r.outcome == outcome and r.n < n})
+        edges.append(n)
+        blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
+        return blocks[-self.config.score_batches :] or None
+
     def _choose(self, models: dict[str, tuple[Model, ModelConfig, float]]) -> str:
         """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
 
@@ -753,7 +767,13 @@ class KernelDiscoverySurrogate(Surrogate):
                     values = torch.as_tensor(model.train_targets).reshape(-1) * sign
                     K, y = best_points(K, y, values, top_k)
                 covar = model.covar_module
-                value = score(self.config.criterion, K, y, num_hyperparameters(covar))  # type: ignore[arg-type]
+                value = score(
+                    self.config.criterion,
+                    K,
+                    y,
+                    num_hyperparameters(covar),  # type: ignore[arg-type]
+                    blocks=self._score_blocks(outcome, K.shape[-1]),
+                )
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
             rec.rejected.append(
                 Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500])

@@ -13,7 +13,12 @@ from ax_kernel_discovery import KernelDiscoveryConfig
     [
         ({"population_size": 0}, r"population_size\n.*greater than or equal to 1"),
         ({"proposals_per_round": 65}, r"proposals_per_round\n.*less than or equal to 64"),
-        ({"criterion": "aic"}, r"criterion\n.*'loo_crps', 'loo_crps_bic', 'mll' or 'bic'"),
+        (
+            {"criterion": "aic"},
+            r"criterion\n.*'loo_crps', 'loo_crps_bic', 'lbo_crps', 'mll' or 'bic'",
+        ),
+        ({"criterion": "lbo_crps", "score_top_k": 50}, "use one or the other"),
+        ({"score_batches": 0}, r"score_batches\n.*greater than or equal to 1"),
         ({"device": "gpu"}, r"device\n.*'auto', 'cpu', 'cuda' or 'cuda:N'"),
         ({"fit_timeout": 0}, r"fit_timeout\n.*greater than 0"),
         ({"proposer": "gpt"}, r"proposer\n.*'offline', 'llm', 'direct' or 'none'"),

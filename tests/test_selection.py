@@ -12,6 +12,8 @@ from botorch.models import SingleTaskGP
 from ax_kernel_discovery import loo_crps
 from ax_kernel_discovery.selection import (
     gaussian_crps,
+    lbo_crps,
+    leave_blocks_out_predictive,
     log_marginal_likelihood,
     loo_predictive,
     prior_covariance,
@@ -128,3 +130,41 @@ def test_best_points_scores_the_top_k_subset_only() -> None:
     assert torch.equal(y3, y[idx]) and torch.equal(K3, K[idx][:, idx])
     assert float(loo_crps(K3, y3)) != pytest.approx(float(loo_crps(K, y)))
     assert best_points(K, y, values, 8)[0] is K  # k >= n keeps every point
+
+
+def test_leave_blocks_out_predictive_equals_conditioning_on_the_other_points() -> None:
+    K, y = _spd(12, seed=3)
+    blocks = [torch.tensor([4, 5, 6]), torch.tensor([9, 10, 11])]
+    idx, mu, var = leave_blocks_out_predictive(K, y, blocks)
+    assert idx.tolist() == [4, 5, 6, 9, 10, 11]
+    for block in blocks:
+        rest = torch.tensor([i for i in range(12) if i not in block.tolist()])
+        K_ro = K[block][:, rest]
+        solve = torch.linalg.solve(K[rest][:, rest], K_ro.T)
+        mu_bf = K_ro @ torch.linalg.solve(K[rest][:, rest], y[rest])
+        var_bf = torch.diagonal(K[block][:, block] - K_ro @ solve)
+        pos = [idx.tolist().index(i) for i in block.tolist()]
+        assert torch.allclose(mu[pos], mu_bf, atol=1e-9)
+        assert torch.allclose(var[pos], var_bf, atol=1e-9)
+    expected = gaussian_crps(mu, var.sqrt(), y[idx]).mean()
+    assert float(lbo_crps(K, y, blocks)) == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_lbo_crps_with_one_point_blocks_is_loo_crps_on_those_points() -> None:
+    K, y = _spd(10, seed=4)
+    mu, var = loo_predictive(K, y)
+    pts = [2, 7, 8]
+    expected = gaussian_crps(mu[pts], var[pts].sqrt(), y[pts]).mean()
+    got = lbo_crps(K, y, [torch.tensor([i]) for i in pts])
+    assert float(got) == pytest.approx(float(expected), rel=1e-12)
+    # a whole block out is harder to predict than each of its points with the others kept
+    assert float(lbo_crps(K, y, [torch.tensor(pts)])) > float(got)
+
+
+def test_lbo_crps_falls_back_to_loo_crps_without_batches() -> None:
+    K, y = _spd(8, seed=5)
+    assert score("lbo_crps", K, y, 3) == pytest.approx(float(loo_crps(K, y)))
+    assert score("lbo_crps", K, y, 3, blocks=[]) == pytest.approx(float(loo_crps(K, y)))
+    block = [torch.tensor([5, 6, 7])]
+    assert score("lbo_crps", K, y, 3, blocks=block) == pytest.approx(float(lbo_crps(K, y, block)))
+    assert score("loo_crps", K, y, 3, blocks=block) == pytest.approx(float(loo_crps(K, y)))

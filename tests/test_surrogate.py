@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.utils.common.logger import set_ax_logger_levels
@@ -343,3 +344,28 @@ def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
     loose = KernelDiscoverySurrogate(KernelDiscoveryConfig(parsimony_tolerance=0.01))
     assert loose._choose(models) == "small"  # type: ignore[arg-type]
     assert KernelDiscoverySurrogate()._choose(models) == "big"  # type: ignore[arg-type]
+
+
+def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
+    from ax_kernel_discovery.selection import lbo_crps, prior_covariance
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="lbo_crps", score_batches=2))
+    assert s._score_blocks("f", 20) is None  # the initial design only: LOO-CRPS
+    s.history = [RoundRecord(round=i, outcome="f", n=n, dim=3) for i, n in enumerate([20, 35, 50])]
+    s.history.append(RoundRecord(round=0, outcome="g", n=27, dim=3))  # another outcome
+    blocks = s._score_blocks("f", 65)
+    assert [b.tolist() for b in blocks] == [list(range(35, 50)), list(range(50, 65))]
+    assert KernelDiscoverySurrogate()._score_blocks("f", 65) is None  # loo_crps: no blocks
+
+    config = CONFIG.model_copy(update={"criterion": "lbo_crps", "score_batches": 1})
+    client = make_client(config)
+    run_batch(client, 10)
+    run_batch(client, 4)
+    run_batch(client, 4)
+    sur = surrogate_of(client)
+    rec = sur.history[-1]
+    assert rec.n == 14 and rec.chosen == min(rec.scores, key=rec.scores.get)
+    K, y = prior_covariance(sur.fitted_models["f"][rec.chosen])
+    expected = float(lbo_crps(K, y, [torch.arange(10, 14)]))
+    assert rec.chosen_score == pytest.approx(expected, rel=1e-6)
