@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument(
         "--variant",
         default=None,
-        help="name of a kd variant: runs kd with --kd-config into <out>/<variant>",
+        help="name of a kd variant: runs kd (and cake, with --methods kd,cake) with "
+        "--kd-config into <out>/<variant>",
     )
     st.add_argument(
         "--kd-config",
@@ -330,9 +331,19 @@ def _cmd_study(args: argparse.Namespace) -> int:
         raise UserInputError(f"--workers must be >= 1, got {args.workers}")
     if (args.variant is None) != (args.kd_config is None):
         raise UserInputError("--variant and --kd-config go together")
+    methods = args.methods
+    if args.variant:
+        from ax_kernel_discovery.study import VARIANT_METHODS
+
+        methods = methods or ["kd"]
+        if not set(methods) <= set(VARIANT_METHODS):
+            raise UserInputError(
+                f"a variant runs {' or '.join(VARIANT_METHODS)} with --kd-config, got "
+                f"--methods {','.join(methods)}"
+            )
     selection: dict[str, Any] = {
         "problems": args.problems,
-        "methods": ["kd"] if args.variant else args.methods,
+        "methods": methods,
         "seeds": args.seeds,
     }
     if args.variant:

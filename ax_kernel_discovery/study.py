@@ -66,6 +66,10 @@ class StudyProtocol(BaseModel):
 STUDY = StudyProtocol()
 """The study's protocol."""
 
+VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
+"""Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
+``llm_*`` fields (so an LLM variant compares kd with the LLM against CAKE on one model)."""
+
 
 def study_configs(
     out: str = DEFAULT_OUT,
@@ -84,7 +88,7 @@ def study_configs(
         problems, methods, seeds: A subset of the protocol's (default: all of them).
         protocol: The shared settings.
         kd_config: :class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields for ``kd``
-            (a variant of the method; see ``method_suffix``).
+            and ``cake`` (:data:`VARIANT_METHODS`; a variant, see ``method_suffix``).
         method_suffix: Appended to the output folder of a variant, so that its files do
             not overwrite the default's (e.g. ``"topk100"`` writes ``<out>/topk100``).
     """
@@ -95,7 +99,7 @@ def study_configs(
             method=m,
             seed=s,
             out=folder,
-            kd_config=kd_config if m == "kd" else None,
+            kd_config=kd_config if m in VARIANT_METHODS else None,
             **protocol.run_settings(),
         )
         for s in (seeds if seeds is not None else protocol.seeds)
@@ -122,4 +126,11 @@ def run_study(
     return run_configs(study_configs(out, **selection), workers=workers, progress=progress)
 
 
-__all__ = ["DEFAULT_OUT", "STUDY", "StudyProtocol", "run_study", "study_configs"]
+__all__ = [
+    "DEFAULT_OUT",
+    "STUDY",
+    "VARIANT_METHODS",
+    "StudyProtocol",
+    "run_study",
+    "study_configs",
+]

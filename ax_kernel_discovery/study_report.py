@@ -310,16 +310,23 @@ def study_summary(
             summary["selection"][p] = selection_diagnostics(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
     for name, variant_runs in (variants or {}).items():
+        method = variant_runs[0]["method"] if variant_runs else "kd"
         summary["variants"][name] = {
+            "method": method,
             "config": variant_runs[0]["config"].get("kd_config") if variant_runs else None,
             "problems": {
                 p: paired_comparison(
-                    _by_seed(variant_runs, p, "kd"),
+                    _by_seed(variant_runs, p, method),
                     _by_seed(results, p, "kd"),
                     table.minimize.get(p, True),
                 )
                 for p in table.problems
-                if _by_seed(variant_runs, p, "kd") and _by_seed(results, p, "kd")
+                if _by_seed(variant_runs, p, method) and _by_seed(results, p, "kd")
+            },
+            "selection": {
+                p: selection_diagnostics([r for r in variant_runs if r["problem"] == p])
+                for p in table.problems
+                if any(r["problem"] == p for r in variant_runs)
             },
         }
     return summary
@@ -506,14 +513,18 @@ def _timeline_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _selection_markdown(summary: Mapping[str, Any]) -> list[str]:
+def _selection_markdown(
+    summary: Mapping[str, Any], selection: Mapping[str, Any] | None = None, label: str = ""
+) -> list[str]:
+    """The selection-diagnostics table (of the default kd, or of a variant's ``selection``)."""
     lines = [
-        "| problem | kd rounds | Spearman(criterion, next-batch CRPS) | "
+        ("| variant " if label else "")
+        + "| problem | kd rounds | Spearman(criterion, next-batch CRPS) | "
         "same, without the chosen kernel | "
         "Spearman(criterion, next-batch NLL) | chosen = best next-batch CRPS | "
         "chosen in top 3 | chosen's next-batch rank (1/m best, 1 worst) | "
         "best next-batch predictors (rounds) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if label else ""),
     ]
 
     def f(v: float | None, pct: bool = False) -> str:
@@ -521,10 +532,13 @@ def _selection_markdown(summary: Mapping[str, Any]) -> list[str]:
             return "n/a"
         return f"{100 * v:.0f}%" if pct else f"{v:+.2f}"
 
-    for p, s in summary["selection"].items():
+    for p, s in (summary["selection"] if selection is None else selection).items():
+        if not s["rounds"]:
+            continue
         best = ", ".join(f"{k} ({v})" for k, v in s["best_next_batch_kernels"].items())
         lines.append(
-            f"| {summary['problems'][p]['label']} | {s['rounds']} | {f(s['spearman_crps'])} | "
+            (f"| {label} " if label else "")
+            + f"| {summary['problems'][p]['label']} | {s['rounds']} | {f(s['spearman_crps'])} | "
             f"{f(s.get('spearman_crps_others'))} | "
             f"{f(s['spearman_log_lik'])} | {f(s['chosen_is_best'], True)} | "
             f"{f(s['chosen_in_top3'], True)} | "
@@ -545,6 +559,20 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             for p in summary["problems"]
         ]
         lines.append(f"| {name} | `{json.dumps(v['config'])}` | " + " | ".join(cells) + " |")
+    rows = [
+        row
+        for name, v in summary["variants"].items()
+        for row in _selection_markdown(summary, v.get("selection") or {}, name)[2:]
+    ]
+    if rows:
+        lines += [
+            "",
+            "Selection diagnostics of the variants (as for the default kd above; the "
+            "criterion is the variant's):",
+            "",
+            *_selection_markdown(summary, {}, "-")[:2],
+            *rows,
+        ]
     return lines
 
 
@@ -584,9 +612,13 @@ def write_study_report(
     variants = {}
     for sub in sorted(p for p in results_dir.iterdir() if p.is_dir() and p.name != "checkpoints"):
         try:
-            variants[sub.name] = [r for r in load_results(sub) if r["method"] == "kd"]
+            runs = load_results(sub)
         except FileNotFoundError:
             continue
+        for method in ("kd", "cake"):  # a variant's LLM settings may also run cake
+            chosen = [r for r in runs if r["method"] == method]
+            if chosen:
+                variants[sub.name if method == "kd" else f"{sub.name}:{method}"] = chosen
     summary = study_summary(results, variants, protocol)
     summary["transfer"] = transfer_summary(results_dir.parent / "transfer", results)
     (results_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")

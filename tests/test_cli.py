@@ -43,6 +43,11 @@ torch.set_num_threads(1)
         ),
         (["sweep", "--problems", "mopta08", "--methods", "kd"], "mopta08"),
         (["report", "does/not/exist"], "does not exist"),
+        (
+            ["study", "--variant", "v", "--kd-config", "{}", "--methods", "sl"],
+            "a variant runs kd or cake with --kd-config",
+        ),
+        (["study", "--variant", "v"], "--variant and --kd-config go together"),
         (["frobnicate"], "invalid choice"),
         ([], ""),
     ],
@@ -50,7 +55,7 @@ torch.set_num_threads(1)
 def test_bad_input_exits_non_zero(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    if argv[:1] in (["run"], ["sweep"]):
+    if argv[:1] in (["run"], ["sweep"], ["study"]):
         argv = [*argv, "--out", str(tmp_path)]
     assert main(argv) == EXIT_USER_ERROR
     captured = capsys.readouterr()

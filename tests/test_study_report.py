@@ -164,7 +164,11 @@ def test_write_study_report_summary(tmp_path) -> None:
                 )
     variant = folder / "mll"
     variant.mkdir()
-    (variant / "p1__kd__seed0.json").write_text(json.dumps(_fake_result("p1", "kd", 0, -9.0)))
+    lbo = _fake_result("p1", "kd", 0, -9.0)
+    crit = {"RBF": 0.1, "SL": 0.2, "BOCK": 0.3}
+    lbo["rounds"].append(_round("RBF", crit, {"RBF": 1.0, "SL": 2.0, "BOCK": 3.0}))
+    (variant / "p1__kd__seed0.json").write_text(json.dumps(lbo))
+    (variant / "p1__cake__seed0.json").write_text(json.dumps(_fake_result("p1", "cake", 0, 9.0)))
     md = write_study_report(folder, tmp_path / "docs" / "results.md", protocol)
     summary = json.loads((folder / "summary.json").read_text())
     cell = summary["problems"]["p1"]["methods"]["kd"]
@@ -174,7 +178,11 @@ def test_write_study_report_summary(tmp_path) -> None:
     assert (pair["wins"], pair["losses"]) == (3, 0) and pair["mean_diff"] == pytest.approx(1.0)
     assert summary["search"]["p1"]["sl"]["boundary_hit"] == pytest.approx(0.5)
     assert summary["variants"]["mll"]["problems"]["p1"]["n"] == 1
+    assert summary["variants"]["mll"]["selection"]["p1"]["spearman_crps"] == pytest.approx(1.0)
+    cake = summary["variants"]["mll:cake"]  # an LLM variant's cake runs, against default kd
+    assert cake["method"] == "cake" and cake["problems"]["p1"]["losses"] == 1
     text = md.read_text()
+    assert "| mll | p1 | 1 | +1.00 |" in text
     assert "kd vs sl" in text and "3/0/0" in text
     assert (tmp_path / "docs" / "img" / "study_curves_p1.png").is_file()
     assert not math.isnan(summary["problems"]["p2"]["methods"]["sl"]["se"])
@@ -194,6 +202,10 @@ def test_study_configs_order_and_protocol() -> None:
         "out", methods=["kd"], kd_config={"criterion": "mll"}, method_suffix="v"
     )
     assert all(c.out == "out/v" and c.kd_config == {"criterion": "mll"} for c in variant)
+    llm = {"llm_model": "local"}
+    both = study_configs("out", methods=["kd", "cake"], kd_config=llm, method_suffix="llm")
+    assert {c.method for c in both} == {"kd", "cake"}
+    assert all(c.kd_config == llm for c in both)  # cake takes the variant's LLM settings
 
 
 def test_transfer_summary_pairs_the_transferred_kernel(tmp_path) -> None:
