@@ -1,0 +1,41 @@
+"""``RoundRecord``: what one round of kernel discovery did for one outcome.
+
+:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` appends one record per
+round and outcome to its ``history`` (saved with its state); the reports, the analysis
+helpers and the baselines read it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ax_kernel_discovery.candidate import Rejection
+
+
+class RoundRecord(BaseModel):
+    """What happened in one round for one outcome."""
+
+    round: int
+    outcome: str
+    n: int
+    dim: int
+    chosen: str | None = None
+    chosen_formula: str | None = None
+    chosen_score: float | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    population: list[str] = Field(default_factory=list)
+    proposed: list[str] = Field(default_factory=list)
+    accepted: list[str] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    struck: str | None = None
+    previous_improved: bool | None = None
+    reset: bool = False
+    population_diversity: float | None = None
+    accepted_diversity: float | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    proposer_usage: dict[str, float] = Field(default_factory=dict)
+    selection: str | None = None
+
+
+__all__ = ["RoundRecord"]

@@ -1,0 +1,274 @@
+"""How a round fits, scores and chooses kernels (step 4 and the choice of step 5).
+
+:class:`KernelFittingMixin` holds the steps of
+:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` that build every member
+and accepted candidate the Ax way, fit it (in full or by successive halving), score it by
+the criterion and choose the kernel returned to Ax. :func:`model_config_for` is the Ax
+``ModelConfig`` of one candidate, also used by the fixed-kernel baselines and the kernel
+library.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.models.model import Model
+from botorch.utils.datasets import SupervisedDataset
+from torch import Tensor
+
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.round_record import RoundRecord
+from ax_kernel_discovery.selection import (
+    best_points,
+    num_hyperparameters,
+    prior_covariance,
+    score,
+)
+from ax_kernel_discovery.surrogate_state import warm_parameters
+
+#: A fitted kernel: its model, the ``ModelConfig`` that built it, and its score.
+FittedKernel = tuple[Model, ModelConfig, float]
+
+
+def model_config_for(
+    candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None
+) -> ModelConfig:
+    """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
+    return ModelConfig(
+        botorch_model_class=KernelDiscoveryGP,
+        covar_module_class=DiscoveredKernel,
+        covar_module_options={"candidate": candidate.model_dump_json()},
+        mll_options={"fit_options": {"timeout_sec": fit_timeout, "maxiter": maxiter}},
+        name=candidate.name,
+    )
+
+
+class KernelFittingMixin:
+    """The fit, score and choice steps of a round of kernel discovery.
+
+    Mixed into :class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate`, which
+    holds the state these steps read and update (declared below for type checkers).
+    """
+
+    config: KernelDiscoveryConfig
+    history: list[RoundRecord]
+    objective_weights: dict[str, float]
+    #: Fitted parameters of every member, float32 (see :mod:`.surrogate_state`).
+    _warm: dict[tuple[str, str], dict[str, Tensor]]
+
+    if TYPE_CHECKING:  # provided by Ax's ``Surrogate``
+
+        def _construct_model(
+            self,
+            dataset: SupervisedDataset,
+            search_space_digest: SearchSpaceDigest,
+            model_config: ModelConfig,
+            state_dict: Mapping[str, Tensor] | None,
+            refit: bool,
+        ) -> Model: ...
+
+    def _fit_all(
+        self,
+        cands: list[KernelCandidate],
+        dataset: SupervisedDataset,
+        search_space_digest: SearchSpaceDigest,
+        outcome: str,
+        rec: RoundRecord,
+    ) -> dict[str, FittedKernel]:
+        """Fit and score every kernel: in full, or by successive halving.
+
+        ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
+        kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
+        hyperparameters is scored at them without refitting (a round adds a few points
+        to many, so its hyperparameters barely move); a new kernel has no such state and
+        is fitted exactly as full selection fits it, once. Then the ``halving_keep`` best
+        screened members are refitted exactly as the full procedure refits them (from the
+        same warm start, with the same number of steps) and scored again. Every finalist's
+        score is thus the one full selection would give it; members that were only
+        screened keep their screen hyperparameters and scores.
+        """
+        models: dict[str, FittedKernel] = {}
+        halving = self._halving(outcome, rec.n) and len(cands) > self.config.halving_keep
+        rec.selection = "halving" if halving else "full"
+        warm_before = dict(self._warm) if halving else {}
+        screened: set[str] = set()
+        for cand in cands:
+            screen = halving and (outcome, cand.name) in self._warm
+            fitted = self._fit_and_score(
+                cand,
+                dataset,
+                search_space_digest,
+                outcome,
+                rec,
+                refit=not screen or self.config.halving_screen_maxiter > 0,
+                maxiter=self.config.halving_screen_maxiter if screen else None,
+            )
+            if fitted is not None:
+                models[cand.name] = fitted
+                if screen:
+                    screened.add(cand.name)
+        if not halving:
+            return self._drop_slow_fits(models, outcome, rec)
+        ranked = sorted(models, key=lambda k: models[k][2])
+        finalists = [k for k in ranked[: self.config.halving_keep] if k in screened]
+        by_name = {c.name: c for c in cands}
+        for name in finalists:
+            self._warm[(outcome, name)] = warm_before[(outcome, name)]
+            fitted = self._fit_and_score(by_name[name], dataset, search_space_digest, outcome, rec)
+            if fitted is None:
+                models.pop(name)
+            else:
+                models[name] = fitted
+        rec.timings["finalists"] = float(len(finalists))
+        return self._drop_slow_fits(models, outcome, rec)
+
+    def _drop_slow_fits(
+        self, models: dict[str, FittedKernel], outcome: str, rec: RoundRecord
+    ) -> dict[str, FittedKernel]:
+        """Reject the kernels whose fit took more than ``fit_timeout`` and more than
+        ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
+
+        The limit is relative so that a problem where every fit needs the time cap (a
+        large n and D on a CPU) still has kernels to choose from, while a kernel far
+        slower than its peers (it also slows every acquisition step) is refused.
+        """
+        seconds = {k: rec.timings[f"refit:{k}"] for k in models if f"refit:{k}" in rec.timings}
+        if not seconds:
+            return models
+        limit = max(self.config.fit_timeout, self.config.slow_fit_factor * min(seconds.values()))
+        for name, elapsed in seconds.items():
+            if elapsed > limit:
+                models.pop(name)
+                self._warm.pop((outcome, name), None)  # a rejected fit leaves no warm start
+                rec.rejected.append(
+                    Rejection(
+                        name=name,
+                        stage="timeout",
+                        reason=f"fit took {elapsed:.1f}s > {limit:.1f}s (fit_timeout="
+                        f"{self.config.fit_timeout}s, {self.config.slow_fit_factor}x the "
+                        "fastest fit)",
+                    )
+                )
+        return models
+
+    def _halving(self, outcome: str, n: int) -> bool:
+        """Whether this round selects by successive halving (``config.selection``).
+
+        ``auto`` halves when the last round of ``outcome`` had ``n_last`` points and this
+        one adds at most ``halving_max_new_fraction * n_last``: a member's hyperparameters
+        then barely move, so its score at last round's hyperparameters ranks it as a refit
+        would.
+        """
+        if self.config.selection != "auto":
+            return self.config.selection == "halving"
+        last = next((r.n for r in reversed(self.history) if r.outcome == outcome), None)
+        return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
+
+    def _score_blocks(self, outcome: str, n: int) -> list[Tensor] | None:
+        """The last ``score_batches`` BO batches of ``outcome``, as row indices (lbo_crps).
+
+        A batch is the rows a round added: Ax hands the surrogate its rows in trial order,
+        so round ``r`` added rows ``n_{r-1} .. n_r - 1``. The initial design is never a
+        batch; before the first BO batch there is none (``None``: LOO-CRPS).
+        """
+        if self.config.criterion != "lbo_crps":
+            return None
+        edges = sorted({r.n for r in self.history if r.outcome == outcome and r.n < n})
+        edges.append(n)
+        blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
+        return blocks[-self.config.score_batches :] or None
+
+    def _choose(self, models: dict[str, FittedKernel]) -> str:
+        """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
+
+        Kernels whose score is within ``parsimony_tolerance`` of the best are taken as
+        tied, and the one with the fewest hyperparameters wins (the acquisition optimizer
+        evaluates the chosen kernel thousands of times).
+        """
+        best = min(models, key=lambda k: models[k][2])
+        tol = self.config.parsimony_tolerance
+        if tol <= 0:
+            return best
+        near = [k for k in models if models[k][2] <= models[best][2] + tol]
+
+        def cost(name: str) -> tuple[int, float]:
+            covar = models[name][0].covar_module
+            size = num_hyperparameters(covar) if isinstance(covar, torch.nn.Module) else 0
+            return size, models[name][2]
+
+        return min(near, key=cost)
+
+    def _fit_and_score(
+        self,
+        cand: KernelCandidate,
+        dataset: SupervisedDataset,
+        search_space_digest: SearchSpaceDigest,
+        outcome: str,
+        rec: RoundRecord,
+        refit: bool = True,
+        maxiter: int | None = None,
+    ) -> FittedKernel | None:
+        """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
+
+        A cold start gets 4 times ``fit_maxiter`` steps (``maxiter`` overrides
+        ``fit_maxiter``); ``refit=False`` scores the model at last round's hyperparameters
+        (it needs a warm state).
+        """
+        warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
+        maxiter = self.config.fit_maxiter if maxiter is None else maxiter
+        if maxiter is not None and warm is None:
+            maxiter *= 4  # a cold start needs more iterations than a warm one
+        refit = refit or warm is None
+        config = model_config_for(cand, self.config.fit_timeout, maxiter)
+        t0 = time.perf_counter()
+        try:
+            try:
+                model = self._construct_model(dataset, search_space_digest, config, warm, refit)
+            except RuntimeError:
+                if warm is None:
+                    raise
+                model = self._construct_model(dataset, search_space_digest, config, None, True)
+            if refit:
+                rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
+            with torch.no_grad():
+                K, y = prior_covariance(model)
+                top_k, sign = self.config.score_top_k, self.objective_weights.get(outcome)
+                if top_k is not None and sign:
+                    values = torch.as_tensor(model.train_targets).reshape(-1) * sign
+                    K, y = best_points(K, y, values, top_k)
+                covar = model.covar_module
+                value = score(
+                    self.config.criterion,
+                    K,
+                    y,
+                    num_hyperparameters(covar),  # type: ignore[arg-type]
+                    blocks=self._score_blocks(outcome, K.shape[-1]),
+                )
+        except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
+            rec.rejected.append(
+                Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500])
+            )
+            return None
+        if not math.isfinite(value):
+            rec.rejected.append(
+                Rejection(
+                    name=cand.name, stage="fit", reason=f"non-finite {self.config.criterion} score"
+                )
+            )
+            return None
+        key = f"fit:{cand.name}"
+        rec.timings[key] = rec.timings.get(key, 0.0) + time.perf_counter() - t0
+        self._warm[(outcome, cand.name)] = warm_parameters(model)
+        return model, config, value
+
+
+__all__ = ["FittedKernel", "KernelFittingMixin", "model_config_for"]
