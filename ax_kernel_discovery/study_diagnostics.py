@@ -1,0 +1,160 @@
+"""The study's diagnostics: search behaviour, kernel selection and the chosen kernels.
+
+Aggregates, over a method's runs, what each run's result file records per round
+(:mod:`ax_kernel_discovery.diagnostics` computes it during the run): the boundary hit
+ratio and OTSD of the queries (:func:`search_diagnostics`), whether the criterion picks
+the kernel that predicts the next batch best (:func:`selection_diagnostics`), and which
+kernel families ``kd`` chose per BO round with their Gram diversity
+(:func:`chosen_timeline`, families by :func:`kernel_family`). The report
+(:mod:`ax_kernel_discovery.study_report`) re-exports them.
+
+Example:
+    >>> kernel_family("off_r3_1:(matern52@tanh*rq)")
+    'evolved[Matern52+RQ]'
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ax_kernel_discovery.study_statistics import spearman
+
+BASE_KERNELS = ("RBF", "Matern52", "RQ", "BOCK", "SL")
+_LEAF_NAMES = {
+    "rbf": "RBF",
+    "matern52": "Matern52",
+    "matern32": "Matern32",
+    "rq": "RQ",
+    "bock": "BOCK",
+    "sl": "SL",
+    "linear": "Linear",
+    "poly": "Poly",
+    "periodic": "Periodic",
+}
+
+
+def kernel_family(name: str | None) -> str:
+    """A start kernel's name, or ``evolved[...]`` with the base kernels it is built of."""
+    if not name:
+        return "none"
+    if name in BASE_KERNELS:
+        return name
+    body = name.split(":", 1)[1] if ":" in name else name
+    leaves = sorted(
+        {_LEAF_NAMES[t] for t in re.findall(r"[a-z]+\d*", body.lower()) if t in _LEAF_NAMES}
+    )
+    return f"evolved[{'+'.join(leaves)}]" if leaves else "evolved"
+
+
+def search_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean boundary hit ratio of the BO batches and final OTSD, over the runs."""
+    hits, otsd = [], []
+    for r in runs:
+        bo = [
+            x["boundary_hit"] for x in r["rounds"] if x.get("kind") == "bo" and "boundary_hit" in x
+        ]
+        if bo:
+            hits.append(float(np.mean(bo)))
+        lengths = [x.get("path_length") for x in r["rounds"]]
+        if lengths and all(v is not None for v in lengths):
+            otsd.append(float(sum(lengths)))
+    return {
+        "boundary_hit": float(np.mean(hits)) if hits else None,
+        "otsd": float(np.mean(otsd)) if otsd else None,
+        "n_runs": len(runs),
+    }
+
+
+def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Does the criterion pick the kernel that predicts the next batch best?
+
+    Per ``kd`` round with next-batch scores: the Spearman correlation between the
+    members' criterion scores and their next-batch CRPS (positive: the criterion orders
+    kernels as next-batch accuracy does), whether the chosen kernel had the best
+    next-batch CRPS, and which kernel did.
+
+    The next batch is where the *chosen* kernel's acquisition expected the most
+    improvement, so it is also where that kernel is most likely to be over-optimistic (a
+    winner's curse): its next-batch score is biased against it. ``spearman_crps_others``
+    is the correlation over the other members only, which the acquisition did not pick
+    the batch for; ``chosen_rank`` is the chosen kernel's mean next-batch CRPS rank as a
+    fraction (1/m: best of m members, 1: worst).
+    """
+    corr: list[float] = []
+    corr_others: list[float] = []
+    chosen_rank: list[float] = []
+    corr_ll: list[float] = []
+    chosen_best: list[bool] = []
+    chosen_top3: list[bool] = []
+    best_family: collections.Counter[str] = collections.Counter()
+    for r in runs:
+        for x in r["rounds"]:
+            nb, crit = x.get("next_batch") or {}, x.get("kd_scores") or {}
+            names = [n for n in crit if n in nb]
+            if len(names) < 3 or x.get("chosen") not in nb:
+                continue
+            c = [crit[n] for n in names]
+            rho = spearman(c, [nb[n]["crps"] for n in names])
+            if rho is not None:
+                corr.append(rho)
+            others = [n for n in names if n != x["chosen"]]
+            rho_others = spearman([crit[n] for n in others], [nb[n]["crps"] for n in others])
+            if rho_others is not None:
+                corr_others.append(rho_others)
+            rho_ll = spearman(c, [-nb[n]["log_lik"] for n in names])
+            if rho_ll is not None:
+                corr_ll.append(rho_ll)
+            order = sorted(names, key=lambda n: nb[n]["crps"])
+            chosen_best.append(order[0] == x["chosen"])
+            chosen_rank.append((order.index(x["chosen"]) + 1) / len(order))
+            chosen_top3.append(x["chosen"] in order[:3])
+            best_family[kernel_family(order[0])] += 1
+    return {
+        "rounds": len(chosen_best),
+        "spearman_crps": float(np.mean(corr)) if corr else None,
+        "spearman_crps_others": float(np.mean(corr_others)) if corr_others else None,
+        "spearman_log_lik": float(np.mean(corr_ll)) if corr_ll else None,
+        "chosen_rank": float(np.mean(chosen_rank)) if chosen_rank else None,
+        "chosen_is_best": float(np.mean(chosen_best)) if chosen_best else None,
+        "chosen_in_top3": float(np.mean(chosen_top3)) if chosen_top3 else None,
+        "best_next_batch_kernels": dict(best_family.most_common(4)),
+    }
+
+
+def chosen_timeline(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per BO round: the chosen kernel families over seeds and the mean Gram diversity."""
+    by_round: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in runs:
+        for i, x in enumerate(x for x in r["rounds"] if x.get("kind") == "bo"):
+            by_round[i].append(x)
+    timeline = []
+    for i in sorted(by_round):
+        rows = by_round[i]
+        fams = collections.Counter(kernel_family(x.get("chosen")) for x in rows)
+        pop_div = [x["population_diversity"] for x in rows if x.get("population_diversity")]
+        acc_div = [x["accepted_diversity"] for x in rows if x.get("accepted_diversity")]
+        timeline.append(
+            {
+                "round": i + 1,
+                "families": dict(fams.most_common()),
+                "evolved_share": sum(v for k, v in fams.items() if k.startswith("evolved"))
+                / len(rows),
+                "population_diversity": float(np.mean(pop_div)) if pop_div else None,
+                "accepted_diversity": float(np.mean(acc_div)) if acc_div else None,
+            }
+        )
+    return timeline
+
+
+__all__ = [
+    "BASE_KERNELS",
+    "chosen_timeline",
+    "kernel_family",
+    "search_diagnostics",
+    "selection_diagnostics",
+]
