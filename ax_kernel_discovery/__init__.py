@@ -28,7 +28,7 @@ from ax_kernel_discovery.library import (  # noqa: E402
     save_kernels,
 )
 from ax_kernel_discovery.population import Population, start_candidates  # noqa: E402
-from ax_kernel_discovery.selection import loo_crps  # noqa: E402
+from ax_kernel_discovery.selection import lbo_crps, loo_crps  # noqa: E402
 from ax_kernel_discovery.storage import register_storage  # noqa: E402
 from ax_kernel_discovery.strategy import kernel_discovery_generation_strategy  # noqa: E402
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
@@ -50,6 +50,7 @@ __all__ = [
     "fixed_kernel_generation_strategy",
     "kernel_discovery_generation_strategy",
     "load_kernels",
+    "lbo_crps",
     "loo_crps",
     "model_config_for",
     "register_storage",

@@ -29,7 +29,7 @@ class KernelDiscoveryConfig(BaseModel):
     Example:
         >>> cfg = KernelDiscoveryConfig(population_size=8, proposals_per_round=3)
         >>> cfg.criterion
-        'loo_crps'
+        'lbo_crps'
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
@@ -44,10 +44,12 @@ class KernelDiscoveryConfig(BaseModel):
         description="New kernels proposed per round (mutations + compositions or LLM forms).",
     )
     criterion: Criterion = Field(
-        "loo_crps",
-        description="Selection criterion: loo_crps | loo_crps_bic | lbo_crps | mll | bic. "
-        "lbo_crps leaves out each of the last score_batches BO batches in turn and scores "
-        "its points' predictive from all other points (where BO went, not where it was).",
+        "lbo_crps",
+        description="Selection criterion: lbo_crps | loo_crps | loo_crps_bic | mll | bic. "
+        "lbo_crps (the default, chosen by the quality study) leaves out each of the last "
+        "score_batches BO batches in turn and scores its points' predictive from all other "
+        "points (where BO went, not where it was); before the first BO batch it is "
+        "loo_crps, the paper's criterion (set criterion='loo_crps' to reproduce the paper).",
     )
     score_batches: int = Field(
         3,
@@ -280,8 +282,9 @@ class KernelDiscoveryConfig(BaseModel):
     def _top_k_scores_points(self) -> KernelDiscoveryConfig:
         if self.criterion == "lbo_crps" and self.score_top_k is not None:
             raise ValueError(
-                "score_top_k selects points by value and criterion='lbo_crps' leaves out "
-                "whole batches: use one or the other"
+                "score_top_k scores the k best points by leave-one-out, and "
+                "criterion='lbo_crps' (the default) leaves out whole batches: set "
+                "criterion='loo_crps' (or 'loo_crps_bic') with score_top_k"
             )
         return self
 

@@ -413,7 +413,11 @@ def get_kernel(reference: LibraryKernel | KernelCandidate | dict[str, Any] | str
     text = str(reference)
     path, name = text, None
     if not Path(text).is_file() and ":" in text:
-        path, name = text.rsplit(":", 1)
+        # names may hold ":" (``off_r9_3:(bock+sl)``) and paths may too: the file is the
+        # longest prefix before a ":" that exists
+        cuts = [i for i, c in enumerate(text) if c == ":"]
+        cut = next((i for i in reversed(cuts) if Path(text[:i]).is_file()), cuts[0])
+        path, name = text[:cut], text[cut + 1 :]
     if not Path(path).is_file():
         raise KernelLibraryError(f"{path}: no such kernel library (expected FILE or FILE:NAME)")
     kernels = load_kernels(path, validate=False)

@@ -98,7 +98,7 @@ def study_markdown(
         "",
         "## kd: chosen kernels and diversity per round",
         "",
-        "Which kernel family LOO-CRPS chose in each BO round (count over seeds); evolved "
+        "Which kernel family the criterion chose in each BO round (count over seeds); evolved "
         "kernels are named by the start kernels they are built of. Diversity: 1 - mean "
         "pairwise cosine similarity of the kernels' Gram matrices on shared points.",
         "",
@@ -116,7 +116,10 @@ def study_markdown(
         "",
         "Each variant runs kd with other `KernelDiscoveryConfig` fields on the study's "
         "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
-        "paired by seed with the default kd (positive Δ: the variant is better).",
+        "paired by seed with the default kd (positive Δ: the variant is better). The default "
+        "kd selects by `lbo_crps` since the `lbo` variant beat the paper's LOO-CRPS here; the "
+        "runs made with LOO-CRPS are the variant `loo`. A `NAME:cake` row is CAKE run with "
+        "the variant's LLM settings.",
         "",
         *_variants_markdown(summary),
         "",

@@ -97,7 +97,7 @@ def test_export_from_surrogate_client_and_file_agree(discovery_run: dict[str, An
     best = discovery_run["surrogate"].population.best()
     assert from_surrogate[0].name == best.name and from_surrogate[0].formula == best.formula
     first = from_file[0]
-    assert (first.criterion, first.dim, first.n_observations) == ("loo_crps", 10, 8)
+    assert (first.criterion, first.dim, first.n_observations) == ("lbo_crps", 10, 8)
     assert first.experiment == str(discovery_run["path"])
     assert from_client[0].experiment == "hartmann6_10"
     assert first.origin == best.origin and first.parents == best.parents
@@ -287,6 +287,9 @@ def test_kernel_references(tmp_path: Path) -> None:
         get_kernel(f"{two}:c")
     with pytest.raises(KernelLibraryError, match="no such kernel library"):
         get_kernel(str(tmp_path / "nope.json:a"))
+    # evolved kernels are named like off_r9_3:(bock+sl): the file is the prefix that exists
+    colon = save_kernels([_library_kernel("off_r1_0:(rbf+sl)")], tmp_path / "c.json")
+    assert get_kernel(f"{colon}:off_r1_0:(rbf+sl)").name == "off_r1_0:(rbf+sl)"
 
 
 def _library_kernel(name: str) -> LibraryKernel:

@@ -356,7 +356,9 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     s.history.append(RoundRecord(round=0, outcome="g", n=27, dim=3))  # another outcome
     blocks = s._score_blocks("f", 65)
     assert [b.tolist() for b in blocks] == [list(range(35, 50)), list(range(50, 65))]
-    assert KernelDiscoverySurrogate()._score_blocks("f", 65) is None  # loo_crps: no blocks
+    loo = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="loo_crps"))
+    loo.history = s.history
+    assert loo._score_blocks("f", 65) is None  # loo_crps: no blocks
 
     config = CONFIG.model_copy(update={"criterion": "lbo_crps", "score_batches": 1})
     client = make_client(config)
