@@ -2,7 +2,8 @@
 
 Hartmann-6 hidden in 100 dimensions (94 coordinates do nothing). Sobol first, then each
 BO round evolves the kernel population with the offline operator, picks the kernel with
-the best LOO-CRPS and proposes a batch with qLogNoisyExpectedImprovement.
+the best score (LBO-CRPS by default: the CRPS of held-out BO batches) and proposes a batch
+with qLogNoisyExpectedImprovement.
 
     python examples/quickstart.py                # ~3-5 min on 2 CPU cores
     python examples/quickstart.py --rounds 3 --batch 2 --dim 50
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         df = client._experiment.lookup_data().df
         return float(df["mean"].min())
 
+    criterion = surrogate.config.criterion.upper().replace("_", "-")
     print(
         f"Hartmann-6 in {args.dim}-D (optimum {problem.optimum:.4f}): {args.sobol} Sobol points, "
         f"then {args.rounds} BO rounds of {args.batch}; torch threads = {torch.get_num_threads()}"
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         rec = surrogate.history[-1]
         print(
             f"round {rec.round}  n={rec.n:3d}  chose {short(rec.chosen, 30):<30s}  "
-            f"LOO-CRPS {rec.chosen_score:.4f}  kept {len(rec.population):2d}  "
+            f"{criterion} {rec.chosen_score:.4f}  kept {len(rec.population):2d}  "
             f"new {len(rec.accepted)}/{len(rec.proposed)}  best {best():.4f}  "
             f"{time.perf_counter() - t0:3.0f}s"
         )
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     rejected = Counter(r.stage for rec in surrogate.history for r in rec.rejected)
     print("rejected proposals by stage:", dict(rejected) or "none")
     members = list(surrogate.population)
-    print(f"population, best {min(5, len(members))} of {len(members)} (LOO-CRPS, origin, name):")
+    print(f"population, best {min(5, len(members))} of {len(members)} ({criterion}, origin, name):")
     for m in members[:5]:
         print(f"  {m.score:7.4f}  {m.origin:8s}  {short(m.name, 60)}")
     top = surrogate.population.best()
