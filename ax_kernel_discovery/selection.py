@@ -64,11 +64,7 @@ def loo_predictive(K: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     Returns:
         ``(mu, var)``, each of shape ``n``.
     """
-    _check(K, y)
-    L = torch.linalg.cholesky(K)
-    eye = torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
-    K_inv = torch.cholesky_solve(eye, L)
-    alpha = K_inv @ y
+    K_inv, alpha = _precision(K, y)
     diag = torch.diagonal(K_inv)
     return y - alpha / diag, 1.0 / diag
 
@@ -106,13 +102,9 @@ def leave_blocks_out_predictive(
         ``(index, mu, var)``: the points of all blocks, concatenated, with their
         leave-block-out means and marginal variances.
     """
-    _check(K, y)
     if not blocks:
         raise ValueError("leave_blocks_out_predictive needs at least one block")
-    L = torch.linalg.cholesky(K)
-    eye = torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
-    P = torch.cholesky_solve(eye, L)
-    alpha = P @ y
+    P, alpha = _precision(K, y)
     idx, mus, variances = [], [], []
     for block in blocks:
         block = torch.as_tensor(block, dtype=torch.long, device=K.device)
@@ -235,6 +227,15 @@ def prior_covariance(model: Any) -> tuple[Tensor, Tensor]:
 def num_hyperparameters(module: torch.nn.Module) -> int:
     """Number of scalar trainable parameters of ``module``."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def _precision(K: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """``(K^-1, K^-1 y)`` through a Cholesky factor (shapes checked)."""
+    _check(K, y)
+    L = torch.linalg.cholesky(K)
+    eye = torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
+    K_inv = torch.cholesky_solve(eye, L)
+    return K_inv, K_inv @ y
 
 
 def _check(K: Tensor, y: Tensor) -> None:

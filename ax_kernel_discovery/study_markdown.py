@@ -269,11 +269,14 @@ def _timeline_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _selection_markdown(
-    summary: Mapping[str, Any], selection: Mapping[str, Any] | None = None, label: str = ""
-) -> list[str]:
-    """The selection-diagnostics table (of the default kd, or of a variant's ``selection``)."""
-    lines = [
+def _selection_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """The selection-diagnostics table of the default kd."""
+    return [*_selection_header(), *_selection_rows(summary, summary["selection"])]
+
+
+def _selection_header(label: bool = False) -> list[str]:
+    """Header of a selection-diagnostics table (``label``: with a variant column)."""
+    return [
         ("| variant " if label else "")
         + "| problem | kd rounds | Spearman(criterion, next-batch CRPS) | "
         "same, without the chosen kernel | "
@@ -283,12 +286,19 @@ def _selection_markdown(
         "|---|---|---|---|---|---|---|---|---|" + ("---|" if label else ""),
     ]
 
+
+def _selection_rows(
+    summary: Mapping[str, Any], selection: Mapping[str, Any], label: str = ""
+) -> list[str]:
+    """One row per problem with diagnosed rounds (``label``: the variant column's value)."""
+
     def f(v: float | None, pct: bool = False) -> str:
         if v is None:
             return "n/a"
         return f"{100 * v:.0f}%" if pct else f"{v:+.2f}"
 
-    for p, s in (summary["selection"] if selection is None else selection).items():
+    lines = []
+    for p, s in selection.items():
         if not s["rounds"]:
             continue
         best = ", ".join(f"{k} ({v})" for k, v in s["best_next_batch_kernels"].items())
@@ -318,7 +328,7 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
     rows = [
         row
         for name, v in summary["variants"].items()
-        for row in _selection_markdown(summary, v.get("selection") or {}, name)[2:]
+        for row in _selection_rows(summary, v.get("selection") or {}, name)
     ]
     if rows:
         lines += [
@@ -326,7 +336,7 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             "Selection diagnostics of the variants (as for the default kd above; the "
             "criterion is the variant's):",
             "",
-            *_selection_markdown(summary, {}, "-")[:2],
+            *_selection_header(label=True),
             *rows,
         ]
     return lines
