@@ -170,8 +170,12 @@ class Population:
         self.rank()
         return self.members[0]
 
-    def summaries(self) -> list[MemberSummary]:
-        """What proposers may see: formulas and scores, best first, never data."""
+    def summaries(self, criterion: str = "loo_crps") -> list[MemberSummary]:
+        """What proposers may see: formulas and scores, best first, never data.
+
+        Args:
+            criterion: The selection criterion the scores are under.
+        """
         self.rank()
         return [
             MemberSummary(
@@ -180,6 +184,7 @@ class Population:
                 origin=m.origin,
                 score=m.score,
                 candidate=m.candidate,
+                criterion=criterion,
             )
             for m in self.members
         ]

@@ -255,7 +255,9 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         self.history = self.history[-self.config.history_limit :]
         self.round_index += 1
         if self._proposer is not None:  # what failed, for the next prompts (LLM proposers)
-            self._proposer.record_feedback(rec.round, rec.rejected, rec.struck, pop.summaries())
+            self._proposer.record_feedback(
+                rec.round, rec.rejected, rec.struck, pop.summaries(self.config.criterion)
+            )
         self._start_prefetch(pop, dim, outcome)
         logger.info(
             "kernel discovery round %d: chose %s (%.4g)",
@@ -374,7 +376,9 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             except Exception as e:  # noqa: BLE001 - fall through to a fresh call
                 logger.info("prefetched proposal failed (%r); proposing again", e)
         if proposal is None:
-            proposal = self._safe_propose(pop.summaries(), dim, n, self.round_index)
+            proposal = self._safe_propose(
+                pop.summaries(self.config.criterion), dim, n, self.round_index
+            )
         if (
             not proposal.candidates
             and self.config.proposer in ("llm", "direct")
@@ -383,7 +387,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 
             fallback = OfflineEvolutionProposer(seed=self.config.seed).propose(
-                pop.summaries(), dim, n, self.round_index
+                pop.summaries(self.config.criterion), dim, n, self.round_index
             )
             proposal.candidates.extend(fallback.candidates)
             proposal.rejections.extend(fallback.rejections)
@@ -415,7 +419,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         key = (outcome, self.round_index, dim)  # already advanced to the next round
         self._prefetch[key] = self._executor.submit(
             self._safe_propose,
-            pop.summaries(),
+            pop.summaries(self.config.criterion),
             dim,
             self.config.proposals_per_round,
             self.round_index,

@@ -179,11 +179,13 @@ class _Recording(Proposer):
 
         self.inner = OfflineEvolutionProposer(seed=1)
         self.calls: list[tuple[int, str]] = []
+        self.criteria: set[str] = set()
 
     def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
         import threading
 
         self.calls.append((round_index, threading.current_thread().name))
+        self.criteria |= {m.criterion for m in members}
         return self.inner.propose(members, dim, num_proposals, round_index)
 
 
@@ -203,6 +205,7 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition() -> None:
     run_batch(client, 2)
     s = surrogate_of(client)
     assert recorder.calls[0] == (0, "MainThread")
+    assert recorder.criteria == {"lbo_crps"}  # prompts name the configured criterion
     assert (1, "MainThread") not in recorder.calls
     assert any(r == 1 and t.startswith("axkd-propose") for r, t in recorder.calls)
     assert s.history[1].timings.get("proposer:prefetched") == 1.0

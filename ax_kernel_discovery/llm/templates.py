@@ -105,10 +105,36 @@ def _messages(user: str) -> Messages:
     ]
 
 
-def _fmt_score(score: float | None) -> str:
-    if score is None or not math.isfinite(score):
+#: How prompts name each selection criterion: (score label, what the ranking is by).
+CRITERION_WORDING: dict[str, tuple[str, str]] = {
+    "lbo_crps": (
+        "LBO-CRPS",
+        "their CRPS on the latest BO batches, each batch predicted from the other data",
+    ),
+    "loo_crps": ("LOO-CRPS", "their leave-one-out CRPS on the data seen so far"),
+    "loo_crps_bic": (
+        "LOO-CRPS+BIC",
+        "their leave-one-out CRPS on the data seen so far plus a parameter-count penalty",
+    ),
+    "mll": ("-MLL/n", "their negative log marginal likelihood per data point"),
+    "bic": ("BIC", "their Bayesian information criterion"),
+}
+
+
+def _wording(members: Sequence[MemberSummary]) -> tuple[str, str]:
+    criterion = members[0].criterion if members else "loo_crps"
+    return CRITERION_WORDING.get(criterion, CRITERION_WORDING["loo_crps"])
+
+
+def ranking_phrase(members: Sequence[MemberSummary]) -> str:
+    """What the population is ranked by, in words (the members' selection criterion)."""
+    return _wording(members)[1]
+
+
+def _fmt_score(m: MemberSummary) -> str:
+    if m.score is None or not math.isfinite(m.score):
         return "not scored yet"
-    return f"LOO-CRPS {score:.4g}"
+    return f"{_wording([m])[0]} {m.score:.4g}"
 
 
 def _ranked(
@@ -129,7 +155,7 @@ def format_population(members: Sequence[MemberSummary], max_members: int | None 
     lines = []
     for i, m in enumerate(ranked, 1):
         formula = " ".join(m.formula.split())
-        lines.append(f"{i}. {m.name} ({_fmt_score(m.score)}): {formula}")
+        lines.append(f"{i}. {m.name} ({_fmt_score(m)}): {formula}")
     return "\n".join(lines)
 
 
@@ -168,6 +194,7 @@ def discovery_messages(
         dim=dim,
         num_formulas=num_formulas,
         population=format_population(members, options.max_members),
+        ranking=ranking_phrase(members),
         formula_format=load_prompt("formula_format"),
         formula_example=_section(options.discovery_example, "discovery_example"),
         feedback=feedback,
@@ -189,7 +216,7 @@ def format_tree_population(members: Sequence[MemberSummary], max_members: int | 
             if spec is not None
             else " ".join(m.formula.split())
         )
-        lines.append(f"{i}. {m.name} ({_fmt_score(m.score)}): {body}")
+        lines.append(f"{i}. {m.name} ({_fmt_score(m)}): {body}")
     return "\n".join(lines)
 
 
@@ -227,6 +254,7 @@ def expression_messages(
         max_leaves=max_leaves,
         max_args=max_args,
         population=format_tree_population(members, options.max_members),
+        ranking=ranking_phrase(members),
         feedback=feedback,
         hdbo_guidance=_section(options.hdbo_guidance, "hdbo_guidance", dim=dim),
     )
@@ -250,6 +278,7 @@ def composition_messages(
         "composition",
         dim=dim,
         population=format_population(members, options.max_members),
+        ranking=ranking_phrase(members),
         psd_guidance=_section(options.psd_guidance, "psd_guidance"),
     )
     return _messages(user)
@@ -348,6 +377,7 @@ def direct_messages(
         dim=dim,
         num_kernels=num_kernels,
         population=format_population(members, options.max_members),
+        ranking=ranking_phrase(members),
         **_guidance(options, dim),
         **_code_sections(options, "conversion" if style == "class" else "conversion_pair"),
     )

@@ -19,13 +19,23 @@ from ax_kernel_discovery.surrogate_state import decode_keys, encode_keys
 
 @dataclass(frozen=True)
 class MemberSummary:
-    """What a proposer may know about one population member."""
+    """What a proposer may know about one population member.
+
+    Attributes:
+        name: The member's name.
+        formula: Its mathematical formula.
+        origin: Where it came from (``start``, a proposer's name, ...).
+        score: Its selection score (lower is better), ``None`` before its first fit.
+        candidate: The member itself.
+        criterion: The selection criterion ``score`` is under (named in LLM prompts).
+    """
 
     name: str
     formula: str
     origin: str
     score: float | None
     candidate: KernelCandidate
+    criterion: str = "loo_crps"
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """One-stage LLM proposer: new kernel code directly from the population's formulas.
 
 The paper's ablation of the two-stage design: a single call shows the ranked
-population (formulas and LOO-CRPS, never data), the guidance sections and the code
+population (formulas and selection scores, never data), the guidance sections and the code
 rules, and asks for ``k`` GPyTorch kernel classes at once. The formula of each
 candidate is the first line of its class docstring (the prompt asks for
 ``k(x, x') = ...`` there). With ``code_style="pair"`` it asks instead for ``k`` blocks

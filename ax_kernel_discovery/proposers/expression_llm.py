@@ -5,7 +5,7 @@
 
 * the grammar of :mod:`ax_kernel_discovery.expression` (leaf kernels and warps with
   their formulas, sums and products, the size limits),
-* the population as trees with their LOO-CRPS scores (never the data),
+* the population as trees with their selection scores (never the data),
 * the last rounds' refusals (duplicates, invalid trees, struck kernels),
 
 and asks for ``k`` new kernels as ``{"kernels": [{"rationale": ..., "kernel": tree}]}``.

@@ -3,7 +3,7 @@
 Each round (Yun, Shin et al., *Automated Kernel Discovery Towards Understanding
 High-dimensional Bayesian Optimization*):
 
-1. **discovery**: one call shows the population's formulas ranked by LOO-CRPS (never
+1. **discovery**: one call shows the population's formulas ranked by the selection score (never
    the data) and asks for ``k`` new kernel formulas; at the same time, in another
    thread, a **composition** call asks the model to pick two complementary members
    and combine them by a sum or a product;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from importlib import resources
 
@@ -60,6 +61,39 @@ def test_discovery_ranks_population_and_shows_scores() -> None:
     ):
         assert label in text
     assert "D = 60" in text and "exactly 3" in text
+
+
+@pytest.mark.parametrize(
+    ("criterion", "label", "phrase"),
+    [
+        ("lbo_crps", "LBO-CRPS 0.39", "latest BO batches"),
+        ("loo_crps", "LOO-CRPS 0.39", "leave-one-out CRPS"),
+        ("mll", "-MLL/n 0.39", "log marginal likelihood"),
+    ],
+)
+def test_prompts_name_the_members_criterion(criterion: str, label: str, phrase: str) -> None:
+    members = [dataclasses.replace(m, criterion=criterion) for m in _members()]
+    prompts = [
+        T.discovery_messages(members, 60, 3),
+        T.composition_messages(members, 60),
+        T.direct_messages(members, 60, 2),
+        T.expression_messages(
+            members,
+            60,
+            2,
+            leaves=["rbf"],
+            warps=["tanh"],
+            isotropic=["rbf"],
+            max_depth=3,
+            max_leaves=4,
+            max_args=2,
+        ),
+    ]
+    for messages in prompts:
+        text = messages[1]["content"]
+        assert label in text and phrase in text
+        others = {w[0] for c, w in T.CRITERION_WORDING.items() if c != criterion}
+        assert not any(f"{o} 0." in text for o in others - {label.split()[0]})
 
 
 HDBO, PSD, SIMPLE = "High-dimensional Bayesian", "Bochner", "Simplicity guidance"
