@@ -36,7 +36,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +160,7 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         rec: RoundRecord,
         refit: bool = True,
         maxiter: int | None = None,
+        members: Sequence[KernelCandidate] = (),
     ) -> tuple[Model, ModelConfig, float] | None:
         if (
             self.config.warm_start
@@ -180,6 +181,7 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
             rec,
             refit=refit,
             maxiter=maxiter,
+            members=members,
         )
 
 

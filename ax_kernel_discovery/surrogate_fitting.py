@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -25,6 +25,7 @@ from torch import Tensor
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.inheritance import inherited_parameters
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.selection import (
@@ -111,6 +112,7 @@ class KernelFittingMixin:
                 rec,
                 refit=not screen or self.config.halving_screen_maxiter > 0,
                 maxiter=self.config.halving_screen_maxiter if screen else None,
+                members=cands,
             )
             if fitted is not None:
                 models[cand.name] = fitted
@@ -216,18 +218,30 @@ class KernelFittingMixin:
         rec: RoundRecord,
         refit: bool = True,
         maxiter: int | None = None,
+        members: Sequence[KernelCandidate] = (),
     ) -> FittedKernel | None:
         """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
 
         A cold start gets 4 times ``fit_maxiter`` steps (``maxiter`` overrides
         ``fit_maxiter``); ``refit=False`` scores the model at last round's hyperparameters
-        (it needs a warm state).
+        (it needs a warm state). With ``inherit_parameters``, a kernel without a warm
+        state starts from the fitted parameters of the ``members`` it contains
+        (:mod:`.inheritance`), still with a cold start's steps.
         """
         warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
         maxiter = self.config.fit_maxiter if maxiter is None else maxiter
         if maxiter is not None and warm is None:
             maxiter *= 4  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
+        if warm is None and self.config.warm_start and self.config.inherit_parameters:
+            fitted = [
+                (m, self._warm[(outcome, m.name)])
+                for m in members
+                if (outcome, m.name) in self._warm
+            ]
+            warm = inherited_parameters(cand, fitted, dataset.X.shape[-1]) or None
+            if warm is not None:
+                rec.timings["inherited"] = rec.timings.get("inherited", 0.0) + 1.0
         config = model_config_for(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:

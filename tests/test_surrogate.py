@@ -374,3 +374,15 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     K, y = prior_covariance(sur.fitted_models["f"][rec.chosen])
     expected = float(lbo_crps(K, y, [torch.arange(10, 14)]))
     assert rec.chosen_score == pytest.approx(expected, rel=1e-6)
+
+
+def test_new_composites_inherit_their_members_fitted_parameters() -> None:
+    client = make_client(CONFIG.model_copy(update={"inherit_parameters": True}))
+    for q in (10, 4, 4, 4):
+        run_batch(client, q)
+    s = surrogate_of(client)
+    inherited = [r for r in s.history if r.timings.get("inherited")]
+    assert inherited, [r.proposed for r in s.history]
+    for rec in inherited:
+        assert rec.chosen == min(rec.scores, key=rec.scores.get)
+        assert set(rec.accepted) <= set(rec.scores)  # every inheriting kernel was fitted
