@@ -36,226 +36,35 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ax.adapter.registry import Generators
-from ax.core.search_space import SearchSpaceDigest
 from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
-from botorch.models.model import Model
-from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.evaluation import BIC
-from torch import Tensor
 
-from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.compositional_search import (
+    COMPOSITIONAL_DEFAULTS,
+    CompositionalSearchSurrogate,
+    reuse_hyperparameters,
+)
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.proposers.base import Proposer
-from ax_kernel_discovery.proposers.compositional import CompositionalProposer
-from ax_kernel_discovery.storage import register_surrogate_class
 from ax_kernel_discovery.strategy import botorch_step, sobol_step
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord, model_config_for
+from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, model_config_for
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
 FIXED_KERNELS: tuple[str, ...] = ("rbf", "matern52", "linear", "periodic", "rq", "bock", "sl")
 
-#: Defaults of compositional search's :class:`KernelDiscoveryConfig` (top 5 by BIC, all 10 expansions).
-COMPOSITIONAL_DEFAULTS: dict[str, Any] = {
-    "population_size": 5,
-    "proposals_per_round": 2 * len(START_SET),
-}
-
 #: Largest budget allowed for ``saasbo`` (NUTS per round costs minutes at D >= 100).
 SAASBO_MAX_BUDGET = 200
-
-
-# --------------------------------------------------------------------------- compositional search
-
-
-class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
-    """Compositional Search (Duvenaud et al., 2013) inside the kernel-discovery loop.
-
-    A :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` with
-
-    * the :class:`~ax_kernel_discovery.proposers.compositional.CompositionalProposer`
-      (best member ``S`` -> ``S + B`` and ``S x B`` for each base kernel ``B``, at most
-      ``max_depth`` base kernels per expression);
-    * selection by BIC (``config.criterion`` is forced to ``"bic"``);
-    * no strike rule (a member stays as long as its BIC keeps it in the top N);
-    * **hyperparameter reuse**: a new expansion ``S op B`` starts its MLL fit from the
-      hyperparameters fitted this round for ``S`` (all its kernel parameters, its
-      noise and its constant mean) and for ``B`` when ``B`` is still a member (its
-      lengthscales and other kernel parameters; for a sum also its output scale). In a
-      product the single output scale is ``S``'s. Parameters with no fitted
-      counterpart keep their prior-based initial values. This is Duvenaud et al.'s
-      "initialize the new kernel's parameters from the parent's optimum", extended to
-      the added base kernel; the fit then optimizes all parameters jointly.
-
-    Args:
-        config: Settings; ``criterion`` is set to ``"bic"``.
-        state: Saved state (from Ax's JSON storage).
-        max_depth: Maximum number of base kernels in an expression.
-        base_kernels: Base kernels ``B`` of the expansions (default: the start set).
-        **kwargs: Passed to :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`.
-
-    Example:
-        >>> s = CompositionalSearchSurrogate(KernelDiscoveryConfig(proposals_per_round=10))
-        >>> s.config.criterion
-        'bic'
-    """
-
-    def __init__(
-        self,
-        config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
-        state: Mapping[str, Any] | None = None,
-        max_depth: int = 3,
-        base_kernels: tuple[str, ...] | list[str] = START_SET,
-        **kwargs: Any,
-    ) -> None:
-        if config is None:
-            config = KernelDiscoveryConfig(
-                proposals_per_round=2 * len(base_kernels), population_size=5
-            )
-        elif not isinstance(config, KernelDiscoveryConfig):
-            config = KernelDiscoveryConfig.model_validate(dict(config))
-        config = config.model_copy(update={"criterion": "bic", "proposer": "offline"})
-        super().__init__(config=config, state=state, **kwargs)
-        self.max_depth = int(max_depth)
-        self.base_kernels = tuple(base_kernels)
-        self._proposer = CompositionalProposer(
-            base_kernels=self.base_kernels, max_depth=self.max_depth
-        )
-
-    @property
-    def proposer(self) -> Proposer:
-        if self._proposer is None:
-            self._proposer = CompositionalProposer(
-                base_kernels=self.base_kernels, max_depth=self.max_depth
-            )
-        return self._proposer
-
-    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._serialize_attributes_as_kwargs()
-        kwargs["max_depth"] = self.max_depth
-        kwargs["base_kernels"] = list(self.base_kernels)
-        return kwargs
-
-    def _strike(self, outcome: str, pop: Any, X: Tensor, Y: Tensor, rec: RoundRecord) -> None:
-        """Compositional Search keeps members by BIC only (no strike rule)."""
-
-    def _fit_and_score(
-        self,
-        cand: KernelCandidate,
-        dataset: SupervisedDataset,
-        search_space_digest: SearchSpaceDigest,
-        outcome: str,
-        rec: RoundRecord,
-        refit: bool = True,
-        maxiter: int | None = None,
-        members: Sequence[KernelCandidate] = (),
-    ) -> tuple[Model, ModelConfig, float] | None:
-        if (
-            self.config.warm_start
-            and (outcome, cand.name) not in self._warm
-            and len(cand.parents) == 2
-        ):
-            try:
-                state = reuse_hyperparameters(cand, self._warm, outcome, dataset.X.shape[-1])
-            except Exception:  # noqa: BLE001 - reuse is an initialization, never required
-                state = None
-            if state is not None:
-                self._warm[(outcome, cand.name)] = state
-        return super()._fit_and_score(
-            cand,
-            dataset,
-            search_space_digest,
-            outcome,
-            rec,
-            refit=refit,
-            maxiter=maxiter,
-            members=members,
-        )
-
-
-_COVAR = "covar_module.inner."
-
-
-def _part_prefixes(spec: Mapping[str, Any]) -> tuple[str | None, str]:
-    """``(scale prefix, core prefix)`` of a fitted single kernel's ``inner`` module.
-
-    A non-sum kernel is ``ScaleKernel(core)``: its output scale is ``raw_outputscale``
-    and its core ``base_kernel.``; a sum is an ``AdditiveKernel`` with no outer scale.
-    """
-    if spec.get("op") == "sum":
-        return None, ""
-    return "raw_outputscale", "base_kernel."
-
-
-def reuse_hyperparameters(
-    cand: KernelCandidate,
-    warm: Mapping[tuple[str, str], Mapping[str, Tensor]],
-    outcome: str,
-    dim: int,
-) -> dict[str, Tensor] | None:
-    """A full model state dict for an expansion ``S op B``, reusing ``S``'s and ``B``'s fits.
-
-    Args:
-        cand: The expansion (``parents == (S, B)``, ``spec`` made by
-            :func:`~ax_kernel_discovery.proposers.compositional.expand`).
-        warm: Fitted state dicts by ``(outcome, member name)``.
-        outcome: The outcome being modelled.
-        dim: Input dimension.
-
-    Returns:
-        The state dict to start the fit from, or ``None`` when ``S`` has no fitted state.
-    """
-    parent_name, base_name = cand.parents
-    parent_state = warm.get((outcome, parent_name))
-    if parent_state is None or cand.spec is None:
-        return None
-    base_state = warm.get((outcome, base_name))
-    spec = cand.spec
-    args = spec["args"]
-    fresh = {
-        f"covar_module.{k}": v
-        for k, v in DiscoveredKernel(cand.model_dump_json(), dim).state_dict().items()
-    }
-    state = {k: v.clone() for k, v in parent_state.items() if not k.startswith("covar_module.")}
-    state.update(fresh)
-
-    # (source state, source prefix, destination prefix) under covar_module.inner.
-    moves: list[tuple[Mapping[str, Tensor], str, str]] = []
-    if spec["op"] == "sum":
-        n_parent = len(args) - 1
-        if n_parent > 1:  # flattened: S was a sum of n_parent summands
-            moves += [(parent_state, f"kernels.{i}.", f"kernels.{i}.") for i in range(n_parent)]
-        else:
-            moves.append((parent_state, "", "kernels.0."))
-        if base_state is not None:
-            moves.append((base_state, "", f"kernels.{n_parent}."))
-    else:  # product: ScaleKernel(ProductKernel(S_core, B_core))
-        scale, core = _part_prefixes(args[0])
-        moves.append((parent_state, core, "base_kernel.kernels.0."))
-        if scale is not None:
-            moves.append((parent_state, scale, "raw_outputscale"))
-        if base_state is not None:
-            moves.append((base_state, "base_kernel.", "base_kernel.kernels.1."))
-    for source, src, dst in moves:
-        for key, value in source.items():
-            if not key.startswith(_COVAR + src):
-                continue
-            target = _COVAR + dst + key[len(_COVAR + src) :]
-            if target in state and state[target].shape == value.shape:
-                state[target] = value.clone()
-    return state
 
 
 # --------------------------------------------------------------------------- strategies
@@ -548,8 +357,6 @@ def surrogate_of(gs: GenerationStrategy) -> Any:
                 return surrogate
     return None
 
-
-register_surrogate_class(CompositionalSearchSurrogate)
 
 __all__ = [
     "COMPOSITIONAL_DEFAULTS",
