@@ -120,8 +120,11 @@ class KernelFittingMixin:
                     screened.add(cand.name)
         if not halving:
             return self._drop_slow_fits(models, outcome, rec)
-        ranked = sorted(models, key=lambda k: models[k][2])
-        finalists = [k for k in ranked[: self.config.halving_keep] if k in screened]
+        # New kernels were fitted as in full selection: the finalist slots go to the
+        # best screened members (a screen scores last round's fit, which has not seen the
+        # newest batch, so under lbo_crps it trails every refitted kernel's score).
+        ranked = sorted(screened, key=lambda k: models[k][2])
+        finalists = ranked[: self.config.halving_keep]
         by_name = {c.name: c for c in cands}
         for name in finalists:
             self._warm[(outcome, name)] = warm_before[(outcome, name)]
