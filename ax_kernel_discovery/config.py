@@ -62,10 +62,10 @@ class KernelDiscoveryConfig(BaseModel):
         "auto",
         description="full: fit every member each round; halving: score members at last "
         "round's hyperparameters, fit new kernels, then refit and rescore only the "
-        "halving_keep best screened members (successive halving); auto: halving in a round that adds at most "
-        "halving_max_new_fraction of the points the last round had (its hyperparameters "
-        "barely move), full otherwise. See docs/benchmarks.md for the agreement of each "
-        "with full selection.",
+        "halving_keep best screened members (successive halving); auto: halving in a round "
+        "that adds at most halving_max_new_fraction of the points the last round had (its "
+        "hyperparameters barely move), full otherwise. See docs/benchmarks.md for the "
+        "agreement of each with full selection.",
     )
     halving_max_new_fraction: float = Field(
         0.05,

@@ -68,7 +68,12 @@ def subtree_paths(spec: Spec) -> list[tuple[str, Spec]]:
         >>> [p for p, _ in subtree_paths({"op": "sum", "args": [{"kernel": "rbf"}, {"kernel": "sl"}]})]
         ['', 'kernels.0.base_kernel', 'kernels.1.base_kernel']
     """
-    return list(_paths(spec, "" if spec.get("op") == "sum" else "base_kernel"))
+    return list(_paths(spec, _root(spec)))
+
+
+def _root(spec: Spec) -> str:
+    """Module path of ``spec``'s own tree in ``build_kernel(spec)`` (see :func:`subtree_paths`)."""
+    return "" if spec.get("op") == "sum" else "base_kernel"
 
 
 def _key(spec: Spec) -> str:
@@ -101,8 +106,7 @@ def inherited_parameters(
     by_key: dict[str, tuple[str, Mapping[str, Tensor]]] = {}
     for cand, params in members:
         if cand.spec is not None and cand.name != child.name:
-            root = subtree_paths(cand.spec)[0][0]
-            by_key.setdefault(_key(cand.spec), (root, params))
+            by_key.setdefault(_key(cand.spec), (_root(cand.spec), params))
     if not by_key:
         return {}
     shapes = {name: p.shape for name, p in build_kernel(child.spec, dim).named_parameters()}
@@ -131,7 +135,8 @@ def inherited_parameters(
         ):
             out[_join(_COVAR, summand_scale)] = parent_scale  # a scaled summand's scale
         taken.append(path)
-        first = params if first is None else first
+        if first is None:
+            first = params
     if first is None:
         return {}
     root_scale = f"{_COVAR}.raw_outputscale"

@@ -121,20 +121,19 @@ CRITERION_WORDING: dict[str, tuple[str, str]] = {
 }
 
 
-def _wording(members: Sequence[MemberSummary]) -> tuple[str, str]:
-    criterion = members[0].criterion if members else "loo_crps"
+def _wording(criterion: str) -> tuple[str, str]:
     return CRITERION_WORDING.get(criterion, CRITERION_WORDING["loo_crps"])
 
 
 def ranking_phrase(members: Sequence[MemberSummary]) -> str:
     """What the population is ranked by, in words (the members' selection criterion)."""
-    return _wording(members)[1]
+    return _wording(members[0].criterion if members else "loo_crps")[1]
 
 
 def _fmt_score(m: MemberSummary) -> str:
     if m.score is None or not math.isfinite(m.score):
         return "not scored yet"
-    return f"{_wording([m])[0]} {m.score:.4g}"
+    return f"{_wording(m.criterion)[0]} {m.score:.4g}"
 
 
 def _ranked(
