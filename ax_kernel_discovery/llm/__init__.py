@@ -2,6 +2,8 @@
 
 * :mod:`~ax_kernel_discovery.llm.client`: :class:`LLMClient` (retries, cost ledger,
   response cache with record/replay), :func:`make_client` (``"local"`` included);
+* :mod:`~ax_kernel_discovery.llm.cache` and :mod:`~ax_kernel_discovery.llm.ledger`: the
+  client's response cache (keys, files) and cost ledger (records, totals);
 * :mod:`~ax_kernel_discovery.llm.templates`: the stage prompts built from
   ``llm/prompts/*.txt``;
 * :mod:`~ax_kernel_discovery.llm.parsing`: formula blocks and kernel code from replies;
@@ -14,12 +16,12 @@ litellm itself is imported on the first call only (it is slow to import).
 from __future__ import annotations
 
 from ax_kernel_discovery.llm.client import (
-    LedgerRecord,
     LLMClient,
     LLMError,
     LLMRequest,
     make_client,
 )
+from ax_kernel_discovery.llm.ledger import LedgerRecord
 from ax_kernel_discovery.llm.parsing import (
     CodeBlock,
     FormulaBlock,

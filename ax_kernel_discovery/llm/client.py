@@ -23,8 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import random
 import threading
@@ -35,28 +33,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ax_kernel_discovery.llm.cache import Message, ResponseCache, cache_key
+from ax_kernel_discovery.llm.ledger import LedgerRecord, ledger_summary
+
 #: Documented environment variables (read here and nowhere else).
 ENV_MODEL = "AXKD_LLM_MODEL"
 ENV_API_BASE = "AXKD_LLM_API_BASE"
 
 Mode = Literal["live", "replay", "record"]
-Message = Mapping[str, str]
 
-# Parameters that change what the model answers (part of the cache key). Anything
-# else passed to `complete` (timeouts, mock responses, ...) is sent but not hashed.
-_KEYED_PARAMS = frozenset(
-    {
-        "temperature",
-        "max_tokens",
-        "top_p",
-        "stop",
-        "seed",
-        "n",
-        "presence_penalty",
-        "frequency_penalty",
-        "response_format",
-    }
-)
 _RETRYABLE_NAMES = (
     "RateLimitError",
     "Timeout",
@@ -91,27 +76,6 @@ class LLMError(RuntimeError):
 
 
 @dataclass
-class LedgerRecord:
-    """One LLM call as the ledger sees it."""
-
-    stage: str
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cost_usd: float = 0.0
-    ok: bool = True
-    error: str | None = None
-    cached: bool = False
-    attempts: int = 0
-    key: str = ""
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass
 class LLMRequest:
     """One call for :meth:`LLMClient.complete_many`."""
 
@@ -127,30 +91,6 @@ def _import_litellm() -> Any:
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stdout
     return litellm
-
-
-def cache_key(
-    model: str,
-    messages: Sequence[Message],
-    params: Mapping[str, Any],
-    seed: int | None,
-    occurrence: int = 0,
-) -> str:
-    """sha256 over what determines an answer: model, messages, parameters, seed.
-
-    ``occurrence`` counts earlier identical calls in the same run, so a run that asks
-    the same question twice replays both answers in order.
-    """
-    payload: dict[str, Any] = {
-        "model": model,
-        "messages": [dict(m) for m in messages],
-        "params": {k: params[k] for k in sorted(params) if k in _KEYED_PARAMS and k != "seed"},
-        "seed": seed,
-    }
-    if occurrence:
-        payload["occurrence"] = occurrence
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class LLMClient:
@@ -214,6 +154,7 @@ class LLMClient:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
         self.mode: Mode = mode
         self.seed = seed
         self.max_workers = max_workers
@@ -222,8 +163,6 @@ class LLMClient:
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}
         self._owned_server: Any = None  # a LocalLLMServer this client stops on close()
-        if self.cache_dir is not None:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ calls
     def complete(self, messages: Sequence[Message], stage: str, **params: Any) -> str:
@@ -255,8 +194,8 @@ class LLMClient:
             base_key if occurrence == 0 else cache_key(self.model, messages, call, seed, occurrence)
         )
 
-        if self.cache_dir is not None and self.mode in ("live", "replay"):
-            hit = self._cache_read(key)
+        if self.cache is not None and self.mode in ("live", "replay"):
+            hit = self.cache.read(key)
             if hit is not None:
                 usage = hit.get("usage", {})
                 self._record(
@@ -282,8 +221,17 @@ class LLMClient:
                 )
 
         text, record, usage = self._call_with_retries(messages, stage, call, seed, key)
-        if self.cache_dir is not None:
-            self._cache_write(key, messages, call, seed, text, usage, stage)
+        if self.cache is not None:
+            self.cache.write(
+                key,
+                model=self.model,
+                stage=stage,
+                messages=messages,
+                params=call,
+                seed=seed,
+                text=text,
+                usage=usage,
+            )
         return text
 
     def complete_many(
@@ -407,70 +355,10 @@ class LLMClient:
         with self._lock:
             self.ledger.append(record)
 
-    def _cache_path(self, key: str) -> Path:
-        assert self.cache_dir is not None
-        return self.cache_dir / f"{key}.json"
-
-    def _cache_read(self, key: str) -> dict[str, Any] | None:
-        path = self._cache_path(key)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and "response" in data else None
-
-    def _cache_write(
-        self,
-        key: str,
-        messages: Sequence[Message],
-        call: Mapping[str, Any],
-        seed: int | None,
-        text: str,
-        usage: Mapping[str, int],
-        stage: str,
-    ) -> None:
-        entry = {
-            "key": key,
-            "model": self.model,
-            "stage": stage,
-            "messages": [dict(m) for m in messages],
-            "params": {k: v for k, v in call.items() if k in _KEYED_PARAMS},
-            "seed": seed,
-            "response": text,
-            "usage": dict(usage),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }
-        path = self._cache_path(key)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(entry, indent=1, ensure_ascii=False, default=str))
-        os.replace(tmp, path)
-
     # ----------------------------------------------------------------- ledger
     def summary(self, records: Sequence[LedgerRecord] | None = None) -> dict[str, Any]:
         """Totals over the ledger (or the given records), overall and per stage."""
-        records = list(self.ledger if records is None else records)
-
-        def totals(rs: Sequence[LedgerRecord]) -> dict[str, Any]:
-            live = [r for r in rs if not r.cached and r.ok]
-            return {
-                "calls": len(rs),
-                "ok": sum(r.ok for r in rs),
-                "failed": sum(not r.ok for r in rs),
-                "cached": sum(r.cached for r in rs),
-                "prompt_tokens": sum(r.prompt_tokens for r in rs),
-                "completion_tokens": sum(r.completion_tokens for r in rs),
-                "total_tokens": sum(r.total_tokens for r in rs),
-                "cost_usd": round(sum(r.cost_usd for r in rs), 6),
-                "latency_s": round(sum(r.latency_s for r in rs), 3),
-                "mean_latency_s": round(sum(r.latency_s for r in live) / len(live), 3)
-                if live
-                else 0.0,
-            }
-
-        out = {"model": self.model, **totals(records)}
-        stages = sorted({r.stage for r in records})
-        out["by_stage"] = {s: totals([r for r in records if r.stage == s]) for s in stages}
-        return out
+        return ledger_summary(self.model, self.ledger if records is None else records)
 
     def ledger_dicts(self) -> list[dict[str, Any]]:
         """The ledger as plain dicts (for JSON reports)."""

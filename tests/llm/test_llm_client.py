@@ -13,7 +13,6 @@ from ax_kernel_discovery.llm.client import (
     LLMClient,
     LLMError,
     LLMRequest,
-    cache_key,
     make_client,
 )
 
@@ -167,16 +166,6 @@ def test_plumbing_live_mode_reads_through_cache(tmp_path, scripted_llm) -> None:
     again = LLMClient("scripted/m", cache_dir=tmp_path)
     assert again.complete(MSG, stage="s") == "first"
     assert len(scripted_llm.calls) == 1 and again.ledger[0].cached
-
-
-def test_plumbing_cache_key_parts() -> None:
-    base = cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, seed=1)
-    assert base == cache_key("m", MSG, {"max_tokens": 10, "temperature": 0.7, "timeout": 3}, 1)
-    assert base != cache_key("m2", MSG, {"temperature": 0.7, "max_tokens": 10}, 1)
-    assert base != cache_key("m", MSG, {"temperature": 0.2, "max_tokens": 10}, 1)
-    assert base != cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, 2)
-    assert base != cache_key("m", MSG, {"temperature": 0.7, "max_tokens": 10}, 1, occurrence=1)
-    assert len(base) == 64
 
 
 def test_plumbing_complete_many_concurrent(fake_openai, closed_port) -> None:  # type: ignore[no-untyped-def]
