@@ -5,7 +5,8 @@ Aggregates, over a method's runs, what each run's result file records per round
 ratio and OTSD of the queries (:func:`search_diagnostics`), whether the criterion picks
 the kernel that predicts the next batch best (:func:`selection_diagnostics`), and which
 kernel families ``kd`` chose per BO round with their Gram diversity
-(:func:`chosen_timeline`, families by :func:`kernel_family`). The report
+(:func:`chosen_timeline`, families by :func:`kernel_family`), and how many proposed
+kernels survive and what proposing cost (:func:`proposal_diagnostics`). The report
 (:mod:`ax_kernel_discovery.study_report`) re-exports them.
 
 Example:
@@ -126,6 +127,53 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def proposal_diagnostics(
+    runs: Sequence[dict[str, Any]], asked_per_round: int, start_kernels: Sequence[str]
+) -> dict[str, Any]:
+    """How many proposed kernels were accepted, why the others were not, and the cost.
+
+    Over the BO rounds of the runs: ``accepted`` (valid, not a duplicate and fitted) out
+    of ``asked`` (``asked_per_round`` per round), the rejections by stage (a call-level
+    rejection, such as a reply with fewer kernels than asked, counts once), the share of
+    rounds whose chosen kernel is not one of ``start_kernels`` (a proposed kernel drove
+    the acquisition), and for LLM proposers the calls, the mean latency of a call that
+    reached the model, the mean time a round waited for its proposals and the mean
+    round time.
+    """
+    start = set(start_kernels)
+    rounds = [x for r in runs for x in r["rounds"] if x.get("kind") == "bo"]
+    stages: collections.Counter[str] = collections.Counter(
+        f["stage"] for x in rounds for f in x.get("failures", []) if f.get("kind") == "rejection"
+    )
+    accepted = sum(len(x.get("accepted") or []) for x in rounds)
+    asked = asked_per_round * len(rounds)
+    usage = [x.get("llm_usage") or {} for x in rounds]
+    calls = sum(u.get("llm_calls", 0.0) for u in usage)
+    live = calls - sum(
+        u.get("llm_cached_calls", 0.0) + u.get("llm_failed_calls", 0.0) for u in usage
+    )
+    latency = sum(u.get("llm_latency_s", 0.0) for u in usage)
+    chosen = [x.get("chosen") for x in rounds if x.get("chosen")]
+
+    def mean_timing(key: str) -> float | None:
+        values = [x["timings"][key] for x in rounds if key in x.get("timings", {})]
+        return float(np.mean(values)) if values else None
+
+    return {
+        "n_runs": len(runs),
+        "rounds": len(rounds),
+        "asked": asked,
+        "accepted": accepted,
+        "acceptance": accepted / asked if asked else None,
+        "rejections": dict(stages.most_common()),
+        "chosen_proposed": sum(c not in start for c in chosen) / len(chosen) if chosen else None,
+        "llm_calls": int(calls),
+        "llm_latency_s": latency / live if live > 0 else None,
+        "propose_s": mean_timing("propose"),
+        "round_s": mean_timing("round_wall"),
+    }
+
+
 def chosen_timeline(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per BO round: the chosen kernel families over seeds and the mean Gram diversity."""
     by_round: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
@@ -155,6 +203,7 @@ __all__ = [
     "BASE_KERNELS",
     "chosen_timeline",
     "kernel_family",
+    "proposal_diagnostics",
     "search_diagnostics",
     "selection_diagnostics",
 ]

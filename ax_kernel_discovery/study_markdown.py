@@ -123,6 +123,19 @@ def study_markdown(
         "",
         *_variants_markdown(summary),
         "",
+        "## New kernels: how many survive, and what proposing costs",
+        "",
+        "Per BO round kd asks its proposer for new kernels (the offline operator by "
+        "default; a variant may ask an LLM; `:cake` rows: CAKE's LLM compositions). "
+        "Accepted: valid, not a duplicate of a member or of another proposal (also by "
+        "Gram matrix) and fitted. Chosen: the share of BO rounds whose chosen kernel is not "
+        "a start kernel. Latency: mean per LLM call that reached the model; wait: mean "
+        "time a round spent obtaining its proposals (with `overlap_proposals` the call "
+        "runs during the previous round's acquisition); round: mean wall time of a BO "
+        "round.",
+        "",
+        *_proposals_markdown(summary),
+        "",
         "## Transfer: a discovered kernel reused as a fixed kernel",
         "",
         "The paper reused a kernel found on SVM on the other benchmarks. Here the best kernel "
@@ -340,6 +353,30 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             *rows,
         ]
     return lines
+
+
+def _proposals_markdown(summary: Mapping[str, Any]) -> list[str]:
+    def sec(v: float | None) -> str:
+        return "–" if v is None else f"{v:.1f} s"
+
+    lines = [
+        "| run set | problem | runs | accepted / asked | rejections | chosen | LLM calls | "
+        "latency | wait | round |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, by_problem in (summary.get("proposals") or {}).items():
+        label = "kd (default)" if name == "kd" else name
+        for p, d in by_problem.items():
+            rejections = ", ".join(f"{k} {v}" for k, v in d["rejections"].items()) or "none"
+            share = "–" if d["acceptance"] is None else f"{100 * d['acceptance']:.0f}%"
+            chosen = "–" if d["chosen_proposed"] is None else f"{100 * d['chosen_proposed']:.0f}%"
+            lines.append(
+                f"| {label} | {summary['problems'][p]['label']} | {d['n_runs']} | "
+                f"{d['accepted']}/{d['asked']} ({share}) | {rejections} | {chosen} | "
+                f"{d['llm_calls'] or '–'} | {sec(d['llm_latency_s'])} | {sec(d['propose_s'])} | "
+                f"{sec(d['round_s'])} |"
+            )
+    return lines if len(lines) > 2 else ["No kd runs yet."]
 
 
 def _settings_line(results: Sequence[dict[str, Any]]) -> str:

@@ -37,12 +37,15 @@ from typing import Any
 
 import numpy as np
 
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.proposers.cake import CAKE_BASE_KERNELS
 from ax_kernel_discovery.report import load_results, plot_curves, rank_table
 from ax_kernel_discovery.study import STUDY, StudyProtocol
 from ax_kernel_discovery.study_diagnostics import (
     BASE_KERNELS,
     chosen_timeline,
     kernel_family,
+    proposal_diagnostics,
     search_diagnostics,
     selection_diagnostics,
 )
@@ -68,6 +71,16 @@ def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
     methods = {r["method"] for r in results if r["problem"] == problem}
     seeds = [set(by) for m in methods if (by := _by_seed(results, problem, m))]
     return set.intersection(*seeds) if seeds else set()
+
+
+def _proposals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`proposal_diagnostics` of one method's runs on one problem, with its settings."""
+    kd_config = runs[0]["config"].get("kd_config") or {}
+    asked = kd_config.get(
+        "proposals_per_round", KernelDiscoveryConfig.model_fields["proposals_per_round"].default
+    )
+    start = CAKE_BASE_KERNELS if runs[0]["method"] == "cake" else BASE_KERNELS
+    return proposal_diagnostics(runs, int(asked), list(start))
 
 
 def study_summary(
@@ -96,6 +109,7 @@ def study_summary(
         "selection": {},
         "timeline": {},
         "variants": {},
+        "proposals": {},
     }
     for p in table.problems:
         summary["problems"][p] = {
@@ -126,6 +140,7 @@ def study_summary(
             }
             kd_runs = [r for r in results if r["problem"] == p and r["method"] == "kd"]
             summary["selection"][p] = selection_diagnostics(kd_runs)
+            summary["proposals"].setdefault("kd", {})[p] = _proposals(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
     for name, variant_runs in (variants or {}).items():
         method = variant_runs[0]["method"] if variant_runs else "kd"
@@ -147,6 +162,9 @@ def study_summary(
                 if any(r["problem"] == p for r in variant_runs)
             },
         }
+        for p in table.problems:
+            if runs := [r for r in variant_runs if r["problem"] == p]:
+                summary["proposals"].setdefault(name, {})[p] = _proposals(runs)
     return summary
 
 

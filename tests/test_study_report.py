@@ -13,6 +13,7 @@ from ax_kernel_discovery.study_report import (
     chosen_timeline,
     kernel_family,
     paired_comparison,
+    proposal_diagnostics,
     search_diagnostics,
     selection_diagnostics,
     standard_error,
@@ -122,6 +123,72 @@ def test_search_diagnostics_and_timeline() -> None:
     assert timeline[1]["evolved_share"] == pytest.approx(0.5)
 
 
+def test_proposal_diagnostics_counts_acceptance_rejections_and_llm_cost() -> None:
+    def bo(chosen: str, accepted: int, stages: list[str], **extra: object) -> dict:
+        failures = [
+            {"kind": "rejection", "stage": st, "name": f"k{i}"} for i, st in enumerate(stages)
+        ]
+        failures.append({"kind": "evaluation", "stage": "x"})  # not a proposal's rejection
+        return _round(
+            chosen, {}, {}, accepted=[f"a{i}" for i in range(accepted)], failures=failures, **extra
+        )
+
+    llm = {
+        "llm_calls": 1.0,
+        "llm_cached_calls": 0.0,
+        "llm_failed_calls": 0.0,
+        "llm_latency_s": 50.0,
+    }
+    runs = [
+        {
+            "rounds": [
+                {"kind": "init", "accepted": ["ignored"], "timings": {"round_wall": 99.0}},
+                bo(
+                    "RBF",
+                    3,
+                    ["duplicate"],
+                    llm_usage=llm,
+                    timings={"propose": 40.0, "round_wall": 60.0},
+                ),
+                bo(
+                    "e_r1_0:(rbf+rq)",
+                    2,
+                    ["duplicate", "fit"],
+                    llm_usage=llm,
+                    timings={"propose": 60.0, "round_wall": 80.0},
+                ),
+            ]
+        },
+        {
+            "rounds": [
+                bo(
+                    "e_r0_1:rq@tanh",
+                    4,
+                    [],
+                    llm_usage={
+                        **llm,
+                        "llm_calls": 2.0,
+                        "llm_failed_calls": 1.0,
+                        "llm_latency_s": 70.0,
+                    },
+                    timings={"propose": 80.0, "round_wall": 100.0},
+                )
+            ]
+        },
+    ]
+    out = proposal_diagnostics(runs, asked_per_round=4, start_kernels=["RBF", "RQ"])
+    assert (out["n_runs"], out["rounds"], out["asked"], out["accepted"]) == (2, 3, 12, 9)
+    assert out["acceptance"] == pytest.approx(0.75)
+    assert out["rejections"] == {"duplicate": 2, "fit": 1}
+    assert out["chosen_proposed"] == pytest.approx(2 / 3)
+    assert out["llm_calls"] == 4
+    assert out["llm_latency_s"] == pytest.approx(170.0 / 3)  # the failed call is not a latency
+    assert (out["propose_s"], out["round_s"]) == (pytest.approx(60.0), pytest.approx(80.0))
+    offline = proposal_diagnostics([{"rounds": [bo("RBF", 1, [])]}], 4, ["RBF"])
+    assert offline["llm_calls"] == 0 and offline["llm_latency_s"] is None
+    assert offline["chosen_proposed"] == 0.0 and offline["propose_s"] is None
+
+
 def _fake_result(problem: str, method: str, seed: int, best: float) -> dict:
     values = [best + 1.0, best + 0.5, best]
     return {
@@ -181,7 +248,12 @@ def test_write_study_report_summary(tmp_path) -> None:
     assert summary["variants"]["mll"]["selection"]["p1"]["spearman_crps"] == pytest.approx(1.0)
     cake = summary["variants"]["mll:cake"]  # an LLM variant's cake runs, against default kd
     assert cake["method"] == "cake" and cake["problems"]["p1"]["losses"] == 1
+    # the cake runs ask 4 kernels per round by default; their start kernels are CAKE's
+    assert summary["proposals"]["mll:cake"]["p1"]["asked"] == 4
+    assert summary["proposals"]["mll:cake"]["p1"]["chosen_proposed"] == 1.0  # RBF is not one
+    assert summary["proposals"]["kd"]["p1"]["chosen_proposed"] == 0.0
     text = md.read_text()
+    assert "| mll:cake | p1 | 1 | 0/4 (0%) | none | 100% | – |" in text
     assert "| mll | p1 | 1 | +1.00 |" in text
     assert "kd vs sl" in text and "3/0/0" in text
     assert (tmp_path / "docs" / "img" / "study_curves_p1.png").is_file()
