@@ -136,7 +136,8 @@ def proposal_diagnostics(
     of ``asked`` (``asked_per_round`` per round), the rejections by stage (a call-level
     rejection, such as a reply with fewer kernels than asked, counts once), the share of
     rounds whose chosen kernel is not one of ``start_kernels`` (a proposed kernel drove
-    the acquisition), and for LLM proposers the calls, the mean latency of a call that
+    the acquisition), the mean Gram diversity of a round's accepted kernels (rounds with
+    at least two), and for LLM proposers the calls, the mean latency of a call that
     reached the model, the mean time a round waited for its proposals and the mean
     round time.
     """
@@ -154,6 +155,7 @@ def proposal_diagnostics(
     )
     latency = sum(u.get("llm_latency_s", 0.0) for u in usage)
     chosen = [x.get("chosen") for x in rounds if x.get("chosen")]
+    diversity = [x["accepted_diversity"] for x in rounds if x.get("accepted_diversity") is not None]
 
     def mean_timing(key: str) -> float | None:
         values = [x["timings"][key] for x in rounds if key in x.get("timings", {})]
@@ -167,6 +169,7 @@ def proposal_diagnostics(
         "acceptance": accepted / asked if asked else None,
         "rejections": dict(stages.most_common()),
         "chosen_proposed": sum(c not in start for c in chosen) / len(chosen) if chosen else None,
+        "accepted_diversity": float(np.mean(diversity)) if diversity else None,
         "llm_calls": int(calls),
         "llm_latency_s": latency / live if live > 0 else None,
         "propose_s": mean_timing("propose"),

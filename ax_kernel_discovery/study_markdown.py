@@ -129,7 +129,8 @@ def study_markdown(
         "default; a variant may ask an LLM; `:cake` rows: CAKE's LLM compositions). "
         "Accepted: valid, not a duplicate of a member or of another proposal (also by "
         "Gram matrix) and fitted. Chosen: the share of BO rounds whose chosen kernel is not "
-        "a start kernel. Latency: mean per LLM call that reached the model; wait: mean "
+        "a start kernel. Diversity: mean over rounds of 1 - mean pairwise cosine "
+        "similarity of the accepted kernels' Gram matrices. Latency: mean per LLM call that reached the model; wait: mean "
         "time a round spent obtaining its proposals (with `overlap_proposals` the call "
         "runs during the previous round's acquisition); round: mean wall time of a BO "
         "round.",
@@ -360,9 +361,9 @@ def _proposals_markdown(summary: Mapping[str, Any]) -> list[str]:
         return "–" if v is None else f"{v:.1f} s"
 
     lines = [
-        "| run set | problem | runs | accepted / asked | rejections | chosen | LLM calls | "
-        "latency | wait | round |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| run set | problem | runs | accepted / asked | rejections | chosen | diversity | "
+        "LLM calls | latency | wait | round |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, by_problem in (summary.get("proposals") or {}).items():
         label = "kd (default)" if name == "kd" else name
@@ -373,6 +374,7 @@ def _proposals_markdown(summary: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"| {label} | {summary['problems'][p]['label']} | {d['n_runs']} | "
                 f"{d['accepted']}/{d['asked']} ({share}) | {rejections} | {chosen} | "
+                f"{'–' if d['accepted_diversity'] is None else format(d['accepted_diversity'], '.2f')} | "
                 f"{d['llm_calls'] or '–'} | {sec(d['llm_latency_s'])} | {sec(d['propose_s'])} | "
                 f"{sec(d['round_s'])} |"
             )

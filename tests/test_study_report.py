@@ -149,6 +149,7 @@ def test_proposal_diagnostics_counts_acceptance_rejections_and_llm_cost() -> Non
                     ["duplicate"],
                     llm_usage=llm,
                     timings={"propose": 40.0, "round_wall": 60.0},
+                    accepted_diversity=0.2,
                 ),
                 bo(
                     "e_r1_0:(rbf+rq)",
@@ -172,6 +173,7 @@ def test_proposal_diagnostics_counts_acceptance_rejections_and_llm_cost() -> Non
                         "llm_latency_s": 70.0,
                     },
                     timings={"propose": 80.0, "round_wall": 100.0},
+                    accepted_diversity=0.4,
                 )
             ]
         },
@@ -181,7 +183,7 @@ def test_proposal_diagnostics_counts_acceptance_rejections_and_llm_cost() -> Non
     assert out["acceptance"] == pytest.approx(0.75)
     assert out["rejections"] == {"duplicate": 2, "fit": 1}
     assert out["chosen_proposed"] == pytest.approx(2 / 3)
-    assert out["llm_calls"] == 4
+    assert out["llm_calls"] == 4 and out["accepted_diversity"] == pytest.approx(0.3)
     assert out["llm_latency_s"] == pytest.approx(170.0 / 3)  # the failed call is not a latency
     assert (out["propose_s"], out["round_s"]) == (pytest.approx(60.0), pytest.approx(80.0))
     offline = proposal_diagnostics([{"rounds": [bo("RBF", 1, [])]}], 4, ["RBF"])
@@ -253,7 +255,7 @@ def test_write_study_report_summary(tmp_path) -> None:
     assert summary["proposals"]["mll:cake"]["p1"]["chosen_proposed"] == 1.0  # RBF is not one
     assert summary["proposals"]["kd"]["p1"]["chosen_proposed"] == 0.0
     text = md.read_text()
-    assert "| mll:cake | p1 | 1 | 0/4 (0%) | none | 100% | – |" in text
+    assert "| mll:cake | p1 | 1 | 0/4 (0%) | none | 100% | – | – |" in text
     assert "| mll | p1 | 1 | +1.00 |" in text
     assert "kd vs sl" in text and "3/0/0" in text
     assert (tmp_path / "docs" / "img" / "study_curves_p1.png").is_file()
