@@ -339,6 +339,24 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             for p in summary["problems"]
         ]
         lines.append(f"| {name} | `{json.dumps(v['config'])}` | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Best value of each variant: mean ± standard error over its seeds (number of "
+        "seeds), then the default kd's mean on the same seeds:",
+        "",
+        "| variant | " + " | ".join(summary["problems"]) + " |",
+        "|" + "---|" * (len(summary["problems"]) + 1),
+    ]
+    for name, v in summary["variants"].items():
+        cells = []
+        for p in summary["problems"]:
+            c = (v.get("values") or {}).get(p)
+            if c is None:
+                cells.append("–")
+                continue
+            kd = "n/a" if c["kd_mean"] is None else _fmt(c["kd_mean"])
+            cells.append(f"{_pm(c['mean'], c['se'], len(c['seeds']))} (kd {kd})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     rows = [
         row
         for name, v in summary["variants"].items()

@@ -73,6 +73,20 @@ def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
     return set.intersection(*seeds) if seeds else set()
 
 
+def _values_on_seeds(variant: Mapping[int, float], kd: Mapping[int, float]) -> dict[str, Any]:
+    """A variant's mean ± SE best value, and the default kd's mean on the same seeds."""
+    seeds = sorted(variant)
+    shared = [s for s in seeds if s in kd]
+    values = [variant[s] for s in seeds]
+    return {
+        "seeds": seeds,
+        "mean": float(np.mean(values)),
+        "se": standard_error(values),
+        "kd_mean": float(np.mean([kd[s] for s in shared])) if shared else None,
+        "kd_seeds": shared,
+    }
+
+
 def _proposals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """:func:`proposal_diagnostics` of one method's runs on one problem, with its settings."""
     kd_config = runs[0]["config"].get("kd_config") or {}
@@ -155,6 +169,11 @@ def study_summary(
                 )
                 for p in table.problems
                 if _by_seed(variant_runs, p, method) and _by_seed(results, p, "kd")
+            },
+            "values": {
+                p: _values_on_seeds(_by_seed(variant_runs, p, method), _by_seed(results, p, "kd"))
+                for p in table.problems
+                if _by_seed(variant_runs, p, method)
             },
             "selection": {
                 p: selection_diagnostics([r for r in variant_runs if r["problem"] == p])

@@ -248,6 +248,10 @@ def test_write_study_report_summary(tmp_path) -> None:
     assert summary["search"]["p1"]["sl"]["boundary_hit"] == pytest.approx(0.5)
     assert summary["variants"]["mll"]["problems"]["p1"]["n"] == 1
     assert summary["variants"]["mll"]["selection"]["p1"]["spearman_crps"] == pytest.approx(1.0)
+    values = summary["variants"]["mll"]["values"]["p1"]
+    kd_p1_seed0 = json.loads((folder / "p1__kd__seed0.json").read_text())["best_value"]
+    assert values["mean"] == -9.0 and values["seeds"] == [0]
+    assert values["kd_mean"] == pytest.approx(kd_p1_seed0)
     cake = summary["variants"]["mll:cake"]  # an LLM variant's cake runs, against default kd
     assert cake["method"] == "cake" and cake["problems"]["p1"]["losses"] == 1
     # the cake runs ask 4 kernels per round by default; their start kernels are CAKE's
