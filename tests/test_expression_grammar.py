@@ -53,6 +53,16 @@ def test_every_new_leaf_and_feature_map_is_psd(kernel: str, warp: str) -> None:
     assert torch.linalg.eigvalsh(K).min() > -1e-7 * K.diagonal().abs().max()
 
 
+@pytest.mark.parametrize("other", sorted(LEAVES))
+def test_sums_with_linear_pass_the_validator(other: str) -> None:
+    # linear + a rank-deficient kernel (cosine, linear, SL in few dimensions) used to
+    # fail: GPyTorch's lazy low-rank linear Gram made linear_operator factor the other
+    # summand (as the study's LLM run found with cosine + linear@tanh)
+    spec = {"op": "sum", "args": [{"kernel": other}, {"kernel": "linear", "warp": "tanh"}]}
+    result = check_kernel(lambda d: build_kernel(spec, d), 6, check_fit=False)
+    assert result.ok, result.reason
+
+
 def test_feature_map_parameters_get_gradients() -> None:
     spec = {"kernel": "poly2", "warp": "bezier", "ard": True}
     kernel = build_kernel(spec, 4).double()
