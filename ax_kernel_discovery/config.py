@@ -245,6 +245,15 @@ class KernelDiscoveryConfig(BaseModel):
         description="the LLM discovery prompt lists the rejections (duplicate, not PSD, shape, "
         "...) and struck kernels of this many past rounds; 0: none",
     )
+    proposal_followups: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="structured proposals (proposal_format='expression'): when a reply leaves "
+        "slots empty (trees that repeat a member, trees outside the grammar, fewer trees than "
+        "asked), ask the model for the missing ones in the same conversation, up to this many "
+        "follow-up calls per round; 0: none",
+    )
     offline_grammar: Literal["classic", "extended"] = Field(
         "classic",
         description="what the offline operator draws from: classic (its original leaves and "

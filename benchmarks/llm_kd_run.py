@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--proposal-format", default="expression", choices=["expression", "code"])
     parser.add_argument("--feedback-rounds", type=int, default=3)
     parser.add_argument("--overlap", action="store_true", help="overlap_proposals=True")
+    parser.add_argument("--followups", type=int, default=0, help="proposal_followups")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--temperature",
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
         proposal_format=args.proposal_format,
         feedback_rounds=args.feedback_rounds,
         overlap_proposals=args.overlap,
+        proposal_followups=args.followups,
         seed=args.seed,
         num_formulas=args.formulas,
         proposals_per_round=args.formulas + 1,

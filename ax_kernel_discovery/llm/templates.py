@@ -260,6 +260,28 @@ def expression_messages(
     return _messages(user)
 
 
+def expression_followup_messages(
+    messages: Messages, reply: str, refused: Sequence[str], kept: int, num_kernels: int
+) -> Messages:
+    """Structured follow-up: the conversation so far, then a request for the missing trees.
+
+    ``messages`` and the model's ``reply`` are sent back unchanged (a server with a prompt
+    cache, such as llama.cpp's, then evaluates only the new turn), followed by the
+    refused trees of the reply with their reasons and a request for ``num_kernels`` more.
+    """
+    user = _render(
+        "expression_followup",
+        kept=f"{kept} {'is' if kept == 1 else 'are'} new and kept",
+        refused="\n".join(f"- {line}" for line in refused) or "- (none)",
+        num_kernels=num_kernels,
+    )
+    return [
+        *messages,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": user.strip() + "\n"},
+    ]
+
+
 def discovery_example_formula() -> str:
     """The COVARIANCE FUNCTION of the discovery prompt's example block (copies are rejected)."""
     match = re.search(r"COVARIANCE FUNCTION:\s*(.+)", load_prompt("discovery_example"))

@@ -9,6 +9,10 @@
 * the last rounds' refusals (duplicates, invalid trees, struck kernels),
 
 and asks for ``k`` new kernels as ``{"kernels": [{"rationale": ..., "kernel": tree}]}``.
+With ``followups > 0``, a reply that leaves slots empty (trees that repeat a member,
+trees outside the grammar, fewer trees than asked) gets a follow-up turn in the same
+conversation: the refused trees with their reasons and a request for the missing ones
+(a server with a prompt cache evaluates only the new turn).
 Where the backend takes a JSON schema (the local llama.cpp server, OpenAI-compatible
 servers, Ollama, hosted models litellm knows to support it), decoding is constrained
 by :func:`~ax_kernel_discovery.llm.schema.proposal_schema` (unrolled to ``max_depth``,
@@ -59,7 +63,7 @@ from ax_kernel_discovery.llm.schema import (
     response_format,
     schema_dialect,
 )
-from ax_kernel_discovery.llm.templates import expression_messages
+from ax_kernel_discovery.llm.templates import expression_followup_messages, expression_messages
 from ax_kernel_discovery.proposers.base import MemberSummary
 from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
 
@@ -98,6 +102,8 @@ class ExpressionLLMProposer(LLMProposerBase):
         decoding: ``"auto"`` (:func:`~ax_kernel_discovery.llm.schema.decoding_for` the
             model), ``"schema"`` (always send the JSON schema) or ``"none"``
             (parse-and-validate only).
+        followups: Follow-up calls per round for the slots a reply left empty
+            (duplicates, invalid trees, too few trees); 0: none.
         **kwargs: See :class:`~ax_kernel_discovery.proposers.llm_base.LLMProposerBase`.
     """
 
@@ -114,6 +120,7 @@ class ExpressionLLMProposer(LLMProposerBase):
         leaves: Sequence[str] | None = None,
         warps: Sequence[str] | None = None,
         decoding: Literal["auto", "schema", "none"] = "auto",
+        followups: int = 0,
         **kwargs: Any,
     ) -> None:
         kwargs.pop("repair", None)  # trees are valid by construction: nothing to repair
@@ -129,6 +136,9 @@ class ExpressionLLMProposer(LLMProposerBase):
         if unknown:
             raise ValueError(f"not in the grammar: {unknown}")
         self.decoding = decoding
+        if int(followups) < 0:
+            raise ValueError(f"followups must be >= 0, got {followups}")
+        self.followups = int(followups)
         self._resolved: Decoding | None = None if decoding == "auto" else decoding
         self._model_name = client if isinstance(client, str) else None
 
@@ -187,21 +197,56 @@ class ExpressionLLMProposer(LLMProposerBase):
             params.pop("response_format")
             reply = client.complete_many([LLMRequest(messages, "expression", params)])[0]
         round_.lap("llm_expression_s")
-        self._read_reply(reply, round_)
-        return {"schema_constrained": float(self._resolved == "schema")}
+        refused = self._read_reply(reply, round_, num_proposals, start=0)
+        stats = {"schema_constrained": float(self._resolved == "schema"), "llm_followups": 0.0}
+        returned = num_proposals
+        for call in range(1, self.followups + 1):
+            missing = num_proposals - len(round_.proposal.candidates)
+            if missing <= 0 or not isinstance(reply, str) or refused is None:
+                break
+            messages = expression_followup_messages(
+                messages, reply, refused, len(round_.proposal.candidates), missing
+            )
+            params = {**params, "seed": self._seed(round_.round_index, call)}
+            if self._resolved == "schema":
+                params["response_format"] = response_format(self.schema(missing, client))
+            else:
+                params.pop("response_format", None)
+            reply = client.complete_many([LLMRequest(messages, "expression_followup", params)])[0]
+            round_.lap(f"llm_followup_{call}_s")
+            stats["llm_followups"] += 1.0
+            refused = self._read_reply(reply, round_, missing, start=returned)
+            returned += missing
+        return stats
 
-    def _read_reply(self, reply: str | LLMError, round_: _Round) -> None:
-        """Turn the reply's trees into candidates of ``round_.proposal``."""
-        prefix, num_proposals, proposal = round_.prefix, round_.num_proposals, round_.proposal
+    def _read_reply(
+        self, reply: str | LLMError, round_: _Round, num_proposals: int, start: int
+    ) -> list[str] | None:
+        """Turn the reply's trees into candidates of ``round_.proposal``.
+
+        Args:
+            reply: The model's answer (or the call's error).
+            round_: The round; its proposal gets the candidates and rejections.
+            num_proposals: How many trees this call asked for.
+            start: Index of the call's first tree in the round (for the names).
+
+        Returns:
+            One line per refused tree (compact notation and reason) and per missing
+            tree, for a follow-up; None when the reply gave nothing to follow up on
+            (an error or no JSON).
+        """
+        prefix, proposal = round_.prefix, round_.proposal
         if isinstance(reply, LLMError):
             proposal.rejections.append(Rejection(name=prefix, stage="proposal", reason=str(reply)))
-            return
+            return None
         try:
             items = parse_kernel_trees(reply)
         except ParseError as exc:
             proposal.rejections.append(Rejection(name=prefix, stage="parse", reason=str(exc)))
-            return
+            return None
         known = {m.candidate.key: m.name for m in round_.members if m.candidate.spec is not None}
+        known.update((c.key, c.name) for c in proposal.candidates)
+        refused: list[str] = []
         if len(items) > num_proposals:
             items = items[:num_proposals]
         elif len(items) < num_proposals:
@@ -212,7 +257,8 @@ class ExpressionLLMProposer(LLMProposerBase):
                     reason=f"the reply had {len(items)} of {num_proposals} kernels",
                 )
             )
-        for i, item in enumerate(items):
+            refused.append(f"you gave {len(items)} of the {num_proposals} kernels asked for")
+        for i, item in enumerate(items, start=start):
             base = self._unique(f"{prefix}_{i}", round_.taken)
             raw = json.dumps(item.tree, separators=(",", ":"), default=str)[:400]
             try:
@@ -222,6 +268,7 @@ class ExpressionLLMProposer(LLMProposerBase):
                 proposal.rejections.append(
                     Rejection(name=base, stage="grammar", reason=str(exc), formula=raw)
                 )
+                refused.append(f"{raw[:160]}: {exc}")
                 continue
             text = formula(spec)
             if item.rationale:
@@ -244,9 +291,11 @@ class ExpressionLLMProposer(LLMProposerBase):
                         formula=self._described[cand.name],
                     )
                 )
+                refused.append(f"{short_name(spec)}: it repeats {known[cand.key]}")
                 continue
             known[cand.key] = cand.name
             proposal.candidates.append(cand)
+        return refused
 
 
 def _refused_schema(error: LLMError) -> bool:

@@ -107,7 +107,9 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         explicit: set[str] = getattr(config, "model_fields_set", set())
         if model == "local" and "llm_temperature" not in explicit:
             common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
-        return ExpressionLLMProposer(get("llm_model", None), **common)
+        return ExpressionLLMProposer(
+            get("llm_model", None), followups=get("proposal_followups", 0), **common
+        )
     style = get("conversion_style", "auto")
     if style == "auto":  # small local models write far more valid pair functions
         style = "pair" if model == "local" else "class"

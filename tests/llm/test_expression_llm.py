@@ -171,3 +171,66 @@ def test_local_structured_calls_sample_hotter_unless_told() -> None:
     assert proposer_from_config(mine)._client_kwargs["temperature"] == 0.7
     code = KernelDiscoveryConfig(proposer="llm", llm_model="local", proposal_format="code")
     assert proposer_from_config(code)._client_kwargs["temperature"] == 0.7
+
+
+NEW = {"kernel": "rq", "warp": "tanh", "ard": True}
+
+
+def test_followup_asks_for_the_slots_a_reply_left_empty(fake_openai: Any) -> None:
+    first = _reply(GOOD, {"kernel": "rbf"}, GOOD)  # a member, then a repeat within the reply
+    fake_openai.replies = [first, _reply(NEW, GOOD)]
+    proposer = _proposer(fake_openai, followups=1)
+    out = proposer.propose(_members(), dim=10, num_proposals=3, round_index=2)
+    assert [c.name for c in out.candidates] == [
+        "expression_r2_0:(matern52*periodic@radius)",
+        "expression_r2_3:rq@tanh",
+    ]
+    assert len(fake_openai.requests) == 2
+    follow = fake_openai.requests[1]
+    # the same conversation, then the refusals and the number still missing
+    assert follow["messages"][:-2] == fake_openai.requests[0]["messages"]
+    assert follow["messages"][-2] == {"role": "assistant", "content": first}
+    ask = follow["messages"][-1]["content"]
+    assert "1 is new and kept" in ask and "it repeats RBF" in ask
+    assert "it repeats expression_r2_0" in ask and "2 more" in ask
+    assert follow["response_format"]["json_schema"]["schema"] == proposer.schema(2)
+    assert follow["seed"] != fake_openai.requests[0]["seed"]
+    # the follow-up's own repeat is a recorded rejection, not a second follow-up
+    stages = {r.name: r.stage for r in out.rejections}
+    assert stages == {
+        "expression_r2_1": "duplicate",
+        "expression_r2_2": "duplicate",
+        "expression_r2_4": "duplicate",
+    }
+    assert out.usage["llm_calls"] == 2.0 and out.usage["llm_followups"] == 1.0
+
+
+def test_followups_stop_when_the_round_is_full_or_the_reply_is_unusable(
+    fake_openai: Any,
+) -> None:
+    fake_openai.replies = [_reply(GOOD, NEW)]
+    out = _proposer(fake_openai, followups=2).propose(_members(), 10, 2, 0)
+    assert len(out.candidates) == 2 and len(fake_openai.requests) == 1
+    fake_openai.replies = ["no JSON at all"]
+    out = _proposer(fake_openai, followups=2).propose(_members(), 10, 2, 0)
+    assert not out.candidates and len(fake_openai.requests) == 2  # one more call, no follow-up
+    assert out.usage["llm_followups"] == 0.0
+
+
+def test_followup_fills_a_short_reply_and_is_off_by_default(fake_openai: Any) -> None:
+    fake_openai.replies = [_reply(GOOD), _reply(GOOD), _reply(NEW)]  # served in order
+    out = _proposer(fake_openai).propose(_members(), 10, 2, 0)
+    assert len(out.candidates) == 1 and len(fake_openai.requests) == 1
+    out = _proposer(fake_openai, followups=1).propose(_members(), 10, 2, 1)
+    assert len(out.candidates) == 2
+    assert "you gave 1 of the 2 kernels" in fake_openai.requests[-1]["messages"][-1]["content"]
+
+
+def test_followups_from_config() -> None:
+    cfg = KernelDiscoveryConfig(
+        proposer="llm", llm_model="openai/x", proposal_format="expression", proposal_followups=2
+    )
+    proposer = proposer_from_config(cfg)
+    assert isinstance(proposer, ExpressionLLMProposer) and proposer.followups == 2
+    with pytest.raises(ValueError, match="followups"):
+        ExpressionLLMProposer("openai/x", followups=-1)
