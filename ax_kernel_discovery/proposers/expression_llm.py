@@ -183,15 +183,9 @@ class ExpressionLLMProposer(LLMProposerBase):
             options=self.options,
             feedback=self.feedback_text(),
         )
-        params: dict[str, Any] = {
-            "seed": self._seed(round_.round_index, 0),
-            "max_tokens": MAX_TOKENS,
-        }
-        decoding = self._decoding(client)
-        if decoding == "schema":
-            params["response_format"] = response_format(self.schema(num_proposals, client))
+        params = self._params(client, num_proposals, self._seed(round_.round_index, 0))
         reply = client.complete_many([LLMRequest(messages, "expression", params)])[0]
-        if isinstance(reply, LLMError) and decoding == "schema" and _refused_schema(reply):
+        if isinstance(reply, LLMError) and "response_format" in params and _refused_schema(reply):
             # the server does not take JSON schemas: parse-and-validate from now on
             self._resolved = "none"
             params.pop("response_format")
@@ -199,7 +193,7 @@ class ExpressionLLMProposer(LLMProposerBase):
         round_.lap("llm_expression_s")
         refused = self._read_reply(reply, round_, num_proposals, start=0)
         stats = {"schema_constrained": float(self._resolved == "schema"), "llm_followups": 0.0}
-        returned = num_proposals
+        asked = num_proposals  # trees asked for so far this round (names continue from it)
         for call in range(1, self.followups + 1):
             missing = num_proposals - len(round_.proposal.candidates)
             if missing <= 0 or not isinstance(reply, str) or refused is None:
@@ -207,17 +201,24 @@ class ExpressionLLMProposer(LLMProposerBase):
             messages = expression_followup_messages(
                 messages, reply, refused, len(round_.proposal.candidates), missing
             )
-            params = {**params, "seed": self._seed(round_.round_index, call)}
-            if self._resolved == "schema":
-                params["response_format"] = response_format(self.schema(missing, client))
-            else:
-                params.pop("response_format", None)
+            params = self._params(client, missing, self._seed(round_.round_index, call))
             reply = client.complete_many([LLMRequest(messages, "expression_followup", params)])[0]
             round_.lap(f"llm_followup_{call}_s")
             stats["llm_followups"] += 1.0
-            refused = self._read_reply(reply, round_, missing, start=returned)
-            returned += missing
+            refused = self._read_reply(reply, round_, missing, start=asked)
+            asked += missing
         return stats
+
+    def _params(self, client: LLMClient, num_kernels: int, seed: int) -> dict[str, Any]:
+        """The parameters of one structured call.
+
+        The seed, the completion budget and, where the backend takes one, the JSON
+        schema of a reply with ``num_kernels`` trees.
+        """
+        params: dict[str, Any] = {"seed": seed, "max_tokens": MAX_TOKENS}
+        if self._decoding(client) == "schema":
+            params["response_format"] = response_format(self.schema(num_kernels, client))
+        return params
 
     def _read_reply(
         self, reply: str | LLMError, round_: _Round, num_proposals: int, start: int
