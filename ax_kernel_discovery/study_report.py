@@ -87,7 +87,7 @@ def _values_on_seeds(variant: Mapping[int, float], kd: Mapping[int, float]) -> d
     }
 
 
-def _proposals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def run_set_proposals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """:func:`proposal_diagnostics` of one method's runs on one problem, with its settings."""
     kd_config = runs[0]["config"].get("kd_config") or {}
     asked = kd_config.get(
@@ -154,7 +154,7 @@ def study_summary(
             }
             kd_runs = [r for r in results if r["problem"] == p and r["method"] == "kd"]
             summary["selection"][p] = selection_diagnostics(kd_runs)
-            summary["proposals"].setdefault("kd", {})[p] = _proposals(kd_runs)
+            summary["proposals"].setdefault("kd", {})[p] = run_set_proposals(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
     for name, variant_runs in (variants or {}).items():
         method = variant_runs[0]["method"] if variant_runs else "kd"
@@ -183,7 +183,7 @@ def study_summary(
         }
         for p in table.problems:
             if runs := [r for r in variant_runs if r["problem"] == p]:
-                summary["proposals"].setdefault(name, {})[p] = _proposals(runs)
+                summary["proposals"].setdefault(name, {})[p] = run_set_proposals(runs)
     return summary
 
 
@@ -285,6 +285,7 @@ __all__ = [
     "chosen_timeline",
     "kernel_family",
     "paired_comparison",
+    "run_set_proposals",
     "search_diagnostics",
     "selection_diagnostics",
     "spearman",
