@@ -68,6 +68,16 @@ class KernelCandidate(BaseModel):
         )
         return hashlib.sha256(str(payload).encode()).hexdigest()[:16]
 
+    @property
+    def acquisition_cost(self) -> int:
+        """Proxy of the kernel's cost per acquisition step (see
+        :func:`ax_kernel_discovery.expression.acquisition_cost`); code kernels count 4."""
+        if self.spec is None:
+            return 4
+        from ax_kernel_discovery.expression import acquisition_cost
+
+        return acquisition_cost(self.spec)
+
     def build(self, dim: int) -> Kernel:
         """Build the GPyTorch kernel for inputs of dimension ``dim`` (with output scale).
 

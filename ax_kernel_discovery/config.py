@@ -45,18 +45,63 @@ class KernelDiscoveryConfig(BaseModel):
     )
     criterion: Criterion = Field(
         "lbo_crps",
-        description="Selection criterion: lbo_crps | loo_crps | loo_crps_bic | mll | bic. "
-        "lbo_crps (the default, chosen by the quality study) leaves out each of the last "
-        "score_batches BO batches in turn and scores its points' predictive from all other "
-        "points (where BO went, not where it was); before the first BO batch it is "
-        "loo_crps, the paper's criterion (set criterion='loo_crps' to reproduce the paper).",
+        description="Selection criterion: lbo_crps | prequential | loo_crps | loo_crps_bic | "
+        "mll | bic. lbo_crps (the default) leaves out each of the last score_batches BO batches "
+        "in turn and scores its points' predictive from all other points (where BO went, not "
+        "where it was); before the first BO batch it is loo_crps, the paper's criterion (set "
+        "criterion='loo_crps' to reproduce the paper). prequential scores each member by the "
+        "forecast its previous fit made of each of the last score_batches batches before they "
+        "were observed (heldout_score: log or crps), the only one of these that is honestly "
+        "held out; a member without such a forecast yet (a new kernel) cannot be chosen "
+        "until it has one, and before any exists the round falls back to lbo_crps.",
     )
     score_batches: int = Field(
         3,
         ge=1,
         le=1000,
         description="Batches (the points of one BO round each) that criterion='lbo_crps' "
-        "leaves out: the most recent ones.",
+        "leaves out, and that criterion='prequential' averages its held-out scores over: the "
+        "most recent ones.",
+    )
+    heldout_score: Literal["log", "crps"] = Field(
+        "log",
+        description="criterion='prequential': the held-out score, log (negative log predictive "
+        "density, which punishes an overconfident forecast quadratically in its error) or crps "
+        "(linearly).",
+    )
+    guard_rounds: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="The first guard_rounds BO rounds use Ax's default model (the dimension-"
+        "scaled RBF GP) for the acquisition while the population is fitted as usual: before "
+        "the first BO batch no criterion has held-out evidence (0: off).",
+    )
+    keep_kernels: tuple[str, ...] = Field(
+        (),
+        description="Members never dropped by a strike or by truncation, e.g. "
+        "('RBF', 'Matern52'): the plain kernels stay choosable.",
+    )
+    mixture_top_k: int = Field(
+        1,
+        ge=1,
+        le=10,
+        description="criterion='prequential': the acquisition runs on a mixture of the posteriors "
+        "of the k members with the best held-out scores (1: the single best member).",
+    )
+    mixture_weights: Literal["stacking", "pseudo_bma", "equal"] = Field(
+        "stacking",
+        description="Weights of the mixture's members from their held-out log densities on the "
+        "same points: stacking (Yao et al. 2018: the weights that maximize the mixture's "
+        "held-out log score), pseudo_bma (proportional to exp of the summed held-out log "
+        "densities) or equal.",
+    )
+    tie_break: Literal["none", "cost"] = Field(
+        "none",
+        description="criterion='prequential': cost chooses, among the members whose held-out "
+        "losses are within one paired standard error of the best's, the one cheapest for the "
+        "acquisition (fewest kernel leaves, warps and projections; then fewest "
+        "hyperparameters); none: always the best score.",
     )
     selection: Literal["full", "halving", "auto"] = Field(
         "auto",
@@ -296,12 +341,27 @@ class KernelDiscoveryConfig(BaseModel):
 
     @model_validator(mode="after")
     def _top_k_scores_points(self) -> KernelDiscoveryConfig:
-        if self.criterion == "lbo_crps" and self.score_top_k is not None:
+        if self.criterion in ("lbo_crps", "prequential") and self.score_top_k is not None:
             raise ValueError(
                 "score_top_k scores the k best points by leave-one-out, and "
                 "criterion='lbo_crps' (the default) leaves out whole batches: set "
                 "criterion='loo_crps' (or 'loo_crps_bic') with score_top_k"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _heldout_rules_need_prequential(self) -> KernelDiscoveryConfig:
+        if self.criterion != "prequential":
+            if self.mixture_top_k > 1:
+                raise ValueError(
+                    "mixture_top_k > 1 weights members by their held-out forecasts: set "
+                    "criterion='prequential'"
+                )
+            if self.tie_break != "none":
+                raise ValueError(
+                    "tie_break='cost' compares members' held-out losses point by point: set "
+                    "criterion='prequential'"
+                )
         return self
 
     @model_validator(mode="after")

@@ -257,6 +257,30 @@ def leaf_names(spec: Spec) -> list[str]:
     return [node["kernel"] for node in leaves(spec)]
 
 
+#: Leaves that project their inputs (onto a sphere or a cylinder) before the kernel.
+PROJECTING_LEAVES: frozenset[str] = frozenset({"sl", "bock"})
+
+
+def acquisition_cost(spec: Spec) -> int:
+    """A deterministic proxy of what a kernel costs the acquisition optimizer, per step.
+
+    One per leaf, one more per input warp or feature map and per projecting leaf (SL,
+    BOCK): warps and projections of the inputs are recomputed at every optimizer step,
+    and a sum or product evaluates each of its parts. The plain RBF costs 1.
+
+    Example:
+        >>> acquisition_cost(leaf("rbf")), acquisition_cost(leaf("sl", warp="tanh"))
+        (1, 3)
+    """
+    if "op" in spec:
+        return sum(acquisition_cost(a) for a in spec["args"])
+    return (
+        1
+        + int(spec.get("warp", "identity") != "identity")
+        + int(spec["kernel"] in PROJECTING_LEAVES)
+    )
+
+
 def depth(spec: Spec) -> int:
     """Depth of the tree (a leaf has depth 1)."""
     return 1 + max((depth(a) for a in spec["args"]), default=0) if "op" in spec else 1

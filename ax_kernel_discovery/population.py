@@ -29,6 +29,24 @@ def start_candidates() -> list[KernelCandidate]:
     return [base_candidate(k) for k in START_SET]
 
 
+class HeldOut(BaseModel):
+    """A member's forecast of one BO batch, made before the batch was observed.
+
+    Attributes:
+        round: The round whose fit made the forecast (the batch is that round's).
+        logpdf: Per-point log predictive densities (observation noise included).
+        crps: Per-point CRPS.
+    """
+
+    round: int
+    logpdf: list[float]
+    crps: list[float]
+
+    def loss(self, kind: str) -> list[float]:
+        """Per-point losses, lower is better: ``log`` (negative log density) or ``crps``."""
+        return [-v for v in self.logpdf] if kind == "log" else list(self.crps)
+
+
 class Member(BaseModel):
     """One population member and its record."""
 
@@ -38,6 +56,16 @@ class Member(BaseModel):
     strikes: int = 0
     born: int = 0
     times_chosen: int = 0
+    heldout: list[HeldOut] = Field(default_factory=list)
+
+    def heldout_loss(self, kind: str = "log", batches: int | None = None) -> float | None:
+        """Mean over the last ``batches`` held-out batches of the batch's mean loss.
+
+        ``None`` for a member that has not forecast a batch yet.
+        """
+        window = self.heldout[-batches:] if batches else self.heldout
+        means = [sum(h.loss(kind)) / len(h.logpdf) for h in window if h.logpdf]
+        return sum(means) / len(means) if means else None
 
     @property
     def name(self) -> str:
@@ -65,6 +93,8 @@ class Population:
         patience: Strikes before a start kernel is dropped; other kernels are dropped
             at their first strike.
         score_history: How many past scores each member keeps.
+        keep: Names of members that are never dropped by a strike or by truncation
+            (e.g. the plain ``RBF`` and ``Matern52``).
 
     Example:
         >>> pop = Population(start_candidates(), size=10)
@@ -78,6 +108,7 @@ class Population:
         size: int = 10,
         patience: int = 3,
         score_history: int = 20,
+        keep: Sequence[str] = (),
     ) -> None:
         if not start:
             raise ValueError("a population needs a non-empty start set")
@@ -86,6 +117,7 @@ class Population:
         self.size = size
         self.patience = patience
         self.score_history = score_history
+        self.keep = tuple(keep)
         self.members: list[Member] = [Member(candidate=c) for c in self.start]
         self.resets = 0
 
@@ -120,20 +152,30 @@ class Population:
         self.members.append(member)
         return member
 
-    def set_score(self, name: str, value: float) -> None:
+    def set_score(self, name: str, value: float | None) -> None:
+        """Set a member's current score (``None``: not scored yet, ranked last)."""
         member = self.get(name)
         member.score = value
-        member.scores = (member.scores + [value])[-self.score_history :]
+        if value is not None:
+            member.scores = (member.scores + [value])[-self.score_history :]
 
     def rank(self) -> None:
         """Sort best first (unscored last)."""
         self.members.sort(key=lambda m: (m.score is None, m.score if m.score is not None else 0.0))
 
-    def truncate(self) -> list[str]:
-        """Keep the best ``size`` members; returns the names dropped."""
+    def truncate(self, protect: Sequence[str] = ()) -> list[str]:
+        """Keep the best ``size`` members; returns the names dropped.
+
+        Kept kernels (``keep``) and the names in ``protect`` (e.g. new kernels that have
+        no held-out score yet) stay; the best-ranked others fill the remaining places.
+        """
         self.rank()
-        dropped = [m.name for m in self.members[self.size :]]
-        self.members = self.members[: self.size]
+        safe = set(self.keep) | set(protect)
+        fixed = [m for m in self.members if m.name in safe]
+        others = [m for m in self.members if m.name not in safe]
+        room = max(self.size - len(fixed), 0)
+        dropped = [m.name for m in others[room:]]
+        self.members = [m for m in self.members if m.name not in dropped]
         return dropped
 
     def remove(self, name: str) -> None:
@@ -143,7 +185,7 @@ class Population:
         """Record that ``name``'s batch did not improve the best value.
 
         Start kernels (the start set, library kernels included) are dropped after
-        ``patience`` strikes, others at once.
+        ``patience`` strikes, others at once; kept kernels (``keep``) never.
 
         Returns:
             Whether the member was dropped.
@@ -152,6 +194,8 @@ class Population:
             return False
         member = self.get(name)
         member.strikes += 1
+        if name in self.keep:
+            return False
         is_start = member.origin == "base" or member.candidate.key in self._start_keys
         if not is_start or member.strikes >= self.patience:
             self.remove(name)
@@ -195,6 +239,7 @@ class Population:
             "patience": self.patience,
             "score_history": self.score_history,
             "resets": self.resets,
+            "keep": list(self.keep),
             "start": [c.model_dump(mode="json") for c in self.start],
             "members": [m.model_dump(mode="json") for m in self.members],
         }
@@ -206,6 +251,7 @@ class Population:
             size=data["size"],
             patience=data["patience"],
             score_history=data.get("score_history", 20),
+            keep=data.get("keep", ()),
         )
         pop.members = [Member.model_validate(m) for m in data["members"]]
         pop.resets = data.get("resets", 0)

@@ -36,6 +36,12 @@ class RoundRecord(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     proposer_usage: dict[str, float] = Field(default_factory=dict)
     selection: str | None = None
+    #: The in-sample (fit) scores when the choice used held-out scores (``prequential``).
+    fit_scores: dict[str, float] = Field(default_factory=dict)
+    #: The acquisition's mixture, member name -> weight (``mixture_top_k > 1``).
+    mixture: dict[str, float] = Field(default_factory=dict)
+    #: Whether the round used Ax's default model (``guard_rounds``).
+    guarded: bool = False
 
 
 __all__ = ["RoundRecord"]

@@ -30,6 +30,23 @@ plain LOO leaves out one point and keeps its batch neighbours, which flatters ke
 that interpolate and extrapolate badly (see ``docs/results.md``, selection diagnostics).
 
 The K must be the prior covariance (train mode), not an eval-mode posterior.
+
+**Prequential** scoring (``criterion="prequential"``, Dawid 1984) is honestly held out:
+each member is scored on a BO batch :math:`B` by the forecast it made *before* the batch
+existed, with the hyperparameters :math:`\\theta^{(t)}` it was fitted to on the earlier
+data :math:`D_t` (which the batch never influenced):
+
+.. math::
+
+    \\mathrm{LS}_B = -\\frac{1}{|B|} \\sum_{i \\in B}
+    \\log \\mathcal N\\big(y_i;\\ \\mu_{i \\mid D_t}, \\sigma^2_{i \\mid D_t}\\big)
+
+(:func:`heldout_predictive` gives the forecast). The log score grows quadratically in the
+standardized error :math:`z`, CRPS only linearly, so the log score punishes an
+overconfident forecast more. Several members' held-out log densities on the same points
+also give **mixture weights**: :func:`stacking_weights` (Yao, Vehtari, Simpson and Gelman
+2018) maximize the held-out log score of the mixture, :func:`pseudo_bma_weights` are
+:math:`\\propto \\exp(-|B| \\, \\mathrm{LS})`.
 """
 
 from __future__ import annotations
@@ -41,8 +58,8 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-Criterion = Literal["loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic"]
-CRITERIA: tuple[str, ...] = ("loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic")
+Criterion = Literal["loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic", "prequential"]
+CRITERIA: tuple[str, ...] = ("loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic", "prequential")
 
 _SQRT_PI_INV = 1.0 / math.sqrt(math.pi)
 
@@ -52,6 +69,106 @@ def gaussian_crps(mean: Tensor, std: Tensor, y: Tensor) -> Tensor:
     z = (y - mean) / std
     normal = torch.distributions.Normal(torch.zeros_like(z), torch.ones_like(z))
     return std * (z * (2.0 * normal.cdf(z) - 1.0) + 2.0 * normal.log_prob(z).exp() - _SQRT_PI_INV)
+
+
+def gaussian_log_density(mean: Tensor, std: Tensor, y: Tensor) -> Tensor:
+    """Elementwise log density of N(mean, std^2) at observations ``y``."""
+    z = (y - mean) / std
+    return -0.5 * z * z - torch.log(std) - 0.5 * math.log(2.0 * math.pi)
+
+
+def heldout_predictive(K: Tensor, y: Tensor, block: Tensor) -> tuple[Tensor, Tensor]:
+    """Marginal predictive of the points ``block`` given all other points (closed form).
+
+    Prequential use: ``K`` is the noisy prior covariance of *all* points at the
+    hyperparameters fitted before ``block`` was observed, ``y`` the centred targets in the
+    units of that fit, and ``block`` the newest points; the result is the forecast the
+    fitted model made for them.
+
+    Returns:
+        ``(mu, var)`` of the block's points, each of shape ``len(block)``.
+    """
+    _, mu, var = leave_blocks_out_predictive(K, y, [block])
+    return mu, var.clamp_min(1e-12)
+
+
+def stacking_weights(log_density: Tensor, iterations: int = 500, tol: float = 1e-10) -> Tensor:
+    """Stacking weights of predictive distributions (Yao et al. 2018).
+
+    Maximizes the mean held-out log score of the mixture,
+    :math:`\\frac1n \\sum_i \\log \\sum_k w_k p_k(y_i)` over the simplex, by EM (each step
+    increases the objective; it is concave in :math:`w`).
+
+    Args:
+        log_density: ``k x n`` held-out log densities of ``k`` models at ``n`` points.
+
+    Returns:
+        ``k`` non-negative weights summing to 1.
+
+    Example:
+        >>> ld = torch.tensor([[0.0, 0.0], [-9.0, -9.0]], dtype=torch.float64)
+        >>> stacking_weights(ld)[0] > 0.99
+        tensor(True)
+    """
+    if log_density.dim() != 2 or log_density.shape[0] < 1:
+        raise ValueError(f"log_density must be k x n, got shape {tuple(log_density.shape)}")
+    k = log_density.shape[0]
+    w = torch.full((k,), 1.0 / k, dtype=log_density.dtype, device=log_density.device)
+    last = -math.inf
+    for _ in range(iterations):
+        joint = log_density + torch.log(w.clamp_min(1e-300)).unsqueeze(-1)
+        total = torch.logsumexp(joint, dim=0)
+        objective = float(total.mean())
+        w = torch.exp(joint - total).mean(dim=-1)
+        w = w / w.sum()
+        if objective - last < tol:
+            break
+        last = objective
+    return w
+
+
+def pseudo_bma_weights(log_density: Tensor) -> Tensor:
+    """Pseudo-BMA weights: :math:`w_k \\propto \\exp(\\sum_i \\log p_k(y_i))` (``k x n`` input)."""
+    return torch.softmax(log_density.sum(dim=-1), dim=0)
+
+
+def mixture_counts(weights: Sequence[float], slots: int) -> list[int]:
+    """Integer shares of ``slots`` proportional to ``weights`` (largest remainders).
+
+    An equal-weight mixture over a multiset of members with these counts is the weighted
+    mixture with weights rounded to multiples of ``1 / slots``.
+
+    Example:
+        >>> mixture_counts([0.5, 0.3, 0.2], 10)
+        [5, 3, 2]
+        >>> mixture_counts([0.62, 0.38], 4)
+        [3, 1]
+    """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, got {slots}")
+    total = float(sum(weights))
+    if not weights or total <= 0:
+        raise ValueError("weights must be non-empty with a positive sum")
+    raw = [slots * w / total for w in weights]
+    counts = [math.floor(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - counts[i]), i))
+    for i in order[: slots - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def within_noise(best: Tensor, other: Tensor, z: float = 1.0) -> bool:
+    """Whether ``other``'s per-point losses are within ``z`` paired standard errors of ``best``'s.
+
+    Both are per-point losses (lower is better) on the same held-out points; the paired
+    difference :math:`d_i = \\ell^{other}_i - \\ell^{best}_i` is within noise when
+    :math:`\\bar d \\le z \\, s_d / \\sqrt n`.
+    """
+    if best.shape != other.shape or best.numel() < 2:
+        return bool(torch.equal(best, other))
+    d = other - best
+    se = float(d.std(unbiased=True)) / math.sqrt(d.numel())
+    return float(d.mean()) <= z * se
 
 
 def loo_predictive(K: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
@@ -156,6 +273,8 @@ def score(
       when there are none yet (the first BO round sees only the initial design).
     * ``mll``: negative log marginal likelihood per data point.
     * ``bic``: ``|theta| log n - 2 log p(y)``.
+    * ``prequential``: scored from earlier fits by the surrogate (see the module
+      docstring); here, the fitted model's in-sample fallback, ``lbo_crps``.
 
     Args:
         criterion: One of :data:`CRITERIA`.
@@ -166,6 +285,8 @@ def score(
             other criteria).
     """
     n = y.shape[-1]
+    if criterion == "prequential":  # its held-out scores come from past fits; here: LBO
+        criterion = "lbo_crps"
     if criterion == "lbo_crps":
         if blocks and any(len(b) for b in blocks):
             return float(lbo_crps(K, y, blocks))

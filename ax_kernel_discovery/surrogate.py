@@ -50,7 +50,12 @@ from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
 from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.surrogate_admission import CandidateAdmissionMixin
-from ax_kernel_discovery.surrogate_fitting import KernelFittingMixin, model_config_for
+from ax_kernel_discovery.mixture import KernelMixtureModel
+from ax_kernel_discovery.surrogate_fitting import (
+    GUARD_NAME,
+    KernelFittingMixin,
+    model_config_for,
+)
 from ax_kernel_discovery.surrogate_state import (
     LastChoice,
     decode_tensors,
@@ -191,6 +196,10 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
 
         self._strike(outcome, pop, X, Y, rec)
         rec.reset = pop.reset_if_empty()
+        if self.config.criterion == "prequential":
+            t0 = time.perf_counter()
+            self._score_heldout(pop, dataset, search_space_digest, outcome, rec)
+            rec.timings["heldout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         proposal = self._propose(pop, dim, outcome)
@@ -216,13 +225,10 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 rec.accepted.append(cand.name)
         for member in list(pop):
             if member.name in models:
-                pop.set_score(member.name, models[member.name][2])
+                pop.set_score(member.name, self._member_score(member, models))
             else:
                 pop.remove(member.name)
                 rec.dropped.append(member.name)
-        rec.dropped.extend(pop.truncate())
-        for name in rec.dropped:
-            self._warm.pop((outcome, name), None)
 
         if not models:
             # every kernel failed: fall back to Ax's default model so the run goes on
@@ -235,13 +241,36 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
             best_config = ModelConfig()
         else:
-            best_name = self._choose(models)
-            model, best_config, best_score = models[best_name]
-            best = pop.get(best_name)
-            best.times_chosen += 1
-            rec.chosen, rec.chosen_formula, rec.chosen_score = best_name, best.formula, best_score
-            self._last_choice[outcome] = LastChoice.of(best_name, X, Y)
-        rec.scores = {k: v[2] for k, v in models.items()}
+            # choose before truncating, so that the choice always stays a member
+            choice = self._select(pop, models, outcome, rec)
+            if choice.guarded:
+                model = self._construct_model(
+                    dataset, search_space_digest, ModelConfig(), None, True
+                )
+                best_config = ModelConfig()
+                rec.guarded, rec.chosen = True, GUARD_NAME
+            else:
+                best_name = choice.names[0]
+                model, best_config, _ = models[best_name]
+                if len(choice.names) > 1:
+                    model = KernelMixtureModel(
+                        [models[k][0] for k in choice.names], choice.counts, choice.names
+                    )
+                    rec.mixture = dict(zip(choice.names, choice.weights, strict=True))
+                best = pop.get(best_name)
+                best.times_chosen += 1
+                rec.chosen, rec.chosen_formula = best_name, best.formula
+                rec.chosen_score = choice.scores.get(best_name)
+                self._last_choice[outcome] = LastChoice.of(best_name, X, Y)
+            rec.scores = dict(choice.scores)
+            if self.config.criterion == "prequential":
+                rec.fit_scores = {k: v[2] for k, v in models.items()}
+            protect = [] if choice.guarded else list(choice.names)
+            if self.config.criterion == "prequential":  # new kernels: not yet forecast
+                protect += [m.name for m in pop if not m.heldout]
+            rec.dropped.extend(pop.truncate(protect=protect))
+        for name in rec.dropped:
+            self._warm.pop((outcome, name), None)
         self.fitted_models[outcome] = {k: v[0] for k, v in models.items()}
         rec.population = pop.names
         rec.population_diversity = self._diversity([m.candidate.key for m in pop])
@@ -340,7 +369,12 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             from ax_kernel_discovery.library import library_start_candidates
 
             start = library_start_candidates(self.config, dim)
-        return Population(start, size=self.config.population_size, patience=self.config.patience)
+        return Population(
+            start,
+            size=self.config.population_size,
+            patience=self.config.patience,
+            keep=self.config.keep_kernels,
+        )
 
     def _strike(
         self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord

@@ -10,9 +10,11 @@ library.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -28,16 +30,51 @@ from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.round_record import RoundRecord
+from ax_kernel_discovery.population import HeldOut, Member, Population
 from ax_kernel_discovery.selection import (
     best_points,
+    gaussian_crps,
+    gaussian_log_density,
+    heldout_predictive,
+    mixture_counts,
     num_hyperparameters,
     prior_covariance,
+    pseudo_bma_weights,
     score,
+    stacking_weights,
+    within_noise,
 )
 from ax_kernel_discovery.surrogate_state import warm_parameters
 
+logger = logging.getLogger(__name__)
+
 #: A fitted kernel: its model, the ``ModelConfig`` that built it, and its score.
 FittedKernel = tuple[Model, ModelConfig, float]
+
+#: What a round records as chosen when ``guard_rounds`` hands the acquisition Ax's default.
+GUARD_NAME = "AxDefault"
+
+#: Mixture weights are rounded to multiples of 1 / MIXTURE_SLOTS.
+MIXTURE_SLOTS = 12
+
+
+@dataclass
+class Choice:
+    """What a round hands the acquisition: one member, a weighted mixture, or Ax's default.
+
+    Attributes:
+        names: The chosen members, the main one (largest weight) first.
+        counts: Integer mixture weights (see :class:`~.mixture.KernelMixtureModel`).
+        weights: ``counts`` normalized.
+        scores: The scores the choice compared (lower is better).
+        guarded: Ax's default model instead of a member (``guard_rounds``).
+    """
+
+    names: list[str]
+    counts: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    guarded: bool = False
 
 
 def model_config_for(
@@ -185,12 +222,178 @@ class KernelFittingMixin:
         so round ``r`` added rows ``n_{r-1} .. n_r - 1``. The initial design is never a
         batch; before the first BO batch there is none (``None``: LOO-CRPS).
         """
-        if self.config.criterion != "lbo_crps":
+        if self.config.criterion not in ("lbo_crps", "prequential"):
             return None
         edges = sorted({r.n for r in self.history if r.outcome == outcome and r.n < n})
         edges.append(n)
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
         return blocks[-self.config.score_batches :] or None
+
+    def _member_score(self, member: Member, models: dict[str, FittedKernel]) -> float | None:
+        """The score a member is ranked by: held-out (``prequential``) or its fit's score."""
+        if self.config.criterion == "prequential":
+            return member.heldout_loss(self.config.heldout_score, self.config.score_batches)
+        return models[member.name][2]
+
+    def _select(
+        self, pop: Population, models: dict[str, FittedKernel], outcome: str, rec: RoundRecord
+    ) -> Choice:
+        """The round's choice among the fitted members (see :class:`Choice`).
+
+        * the first ``guard_rounds`` BO rounds hand the acquisition Ax's default model;
+        * ``prequential``: the member with the lowest held-out loss among those that have
+          forecast a batch (with ``tie_break="cost"``, the cheapest member within noise of
+          it), or a mixture of the ``mixture_top_k`` best; before any member has
+          forecast a batch, the fit scores decide (``lbo_crps``, LOO-CRPS before the
+          first batch);
+        * otherwise the best fit score (:meth:`_choose`).
+        """
+        fit_scores = {k: v[2] for k, v in models.items()}
+        done = sum(1 for r in self.history if r.outcome == outcome)
+        if done < self.config.guard_rounds:
+            return Choice(names=[], scores=fit_scores, guarded=True)
+        if self.config.criterion == "prequential":
+            kind, window = self.config.heldout_score, self.config.score_batches
+            losses = {m.name: m.heldout_loss(kind, window) for m in pop if m.name in models}
+            eligible = {k: v for k, v in losses.items() if v is not None}
+            if eligible:
+                ranked = sorted(eligible, key=lambda k: (eligible[k], k))
+                best = ranked[0]
+                if self.config.tie_break == "cost":
+                    best = self._cheapest_within_noise(pop, models, eligible, best)
+                if self.config.mixture_top_k <= 1:
+                    return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
+                top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
+                return self._mixture(pop, top, eligible)
+        return Choice(names=[self._choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
+
+    def _heldout_losses(self, member: Member, rounds: Sequence[int]) -> Tensor:
+        """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
+        by_round = {h.round: h for h in member.heldout}
+        return torch.tensor(
+            [v for r in rounds for v in by_round[r].loss(self.config.heldout_score)],
+            dtype=torch.float64,
+        )
+
+    def _common_rounds(self, members: Sequence[Member]) -> list[int]:
+        """The batches (by round) in the window that every one of ``members`` forecast."""
+        window = self.config.score_batches
+        sets = [{h.round for h in m.heldout[-window:]} for m in members]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    def _cheapest_within_noise(
+        self,
+        pop: Population,
+        models: dict[str, FittedKernel],
+        eligible: dict[str, float],
+        best: str,
+    ) -> str:
+        """Among members within one paired standard error of ``best``, the cheapest.
+
+        Cost for the acquisition: the kernel's structure (leaves, warps, projections;
+        :attr:`~.candidate.KernelCandidate.acquisition_cost`), then its number of
+        hyperparameters, then the held-out loss.
+        """
+        lead = pop.get(best)
+        tied = [best]
+        for name in eligible:
+            if name == best:
+                continue
+            rounds = self._common_rounds([lead, pop.get(name)])
+            if rounds and within_noise(
+                self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
+            ):
+                tied.append(name)
+
+        def cost(name: str) -> tuple[int, int, float]:
+            covar = models[name][0].covar_module
+            size = num_hyperparameters(covar) if isinstance(covar, torch.nn.Module) else 0
+            return pop.get(name).candidate.acquisition_cost, size, eligible[name]
+
+        return min(tied, key=cost)
+
+    def _mixture(self, pop: Population, top: list[str], eligible: dict[str, float]) -> Choice:
+        """Weights of the members ``top`` from their held-out log densities on common points."""
+        members = [pop.get(k) for k in top]
+        rounds = self._common_rounds(members)
+        if self.config.mixture_weights == "equal" or not rounds:
+            weights = [1.0 / len(top)] * len(top)
+        else:
+            by_round = [{h.round: h for h in m.heldout} for m in members]
+            log_density = torch.tensor(
+                [[v for r in rounds for v in b[r].logpdf] for b in by_round], dtype=torch.float64
+            )
+            w = (
+                stacking_weights(log_density)
+                if self.config.mixture_weights == "stacking"
+                else pseudo_bma_weights(log_density)
+            )
+            weights = w.tolist()
+        counts = mixture_counts(weights, MIXTURE_SLOTS)
+        order = sorted(
+            (i for i in range(len(top)) if counts[i] > 0), key=lambda i: (-counts[i], i)
+        )
+        total = sum(counts)
+        return Choice(
+            names=[top[i] for i in order],
+            counts=[counts[i] for i in order],
+            weights=[counts[i] / total for i in order],
+            scores=eligible,
+        )
+
+    def _score_heldout(
+        self,
+        pop: Population,
+        dataset: SupervisedDataset,
+        search_space_digest: SearchSpaceDigest,
+        outcome: str,
+        rec: RoundRecord,
+    ) -> None:
+        """Score each member's last-round forecast of the batch that round's acquisition chose.
+
+        The member's GP is rebuilt at the hyperparameters it was fitted to last round (its
+        warm start, saved with the state, so a reloaded run scores identically), on all
+        current points without refitting, and the newest rows (those added since the last
+        round) are predicted from the older ones in closed form. Ax standardizes the
+        targets anew each round; the last round's units are recovered by standardizing
+        the older rows again (Ax's ``StandardizeY``: mean, ``ddof=1`` std), so the
+        forecast is scored in the units the hyperparameters were fitted in.
+        """
+        last = next((r for r in reversed(self.history) if r.outcome == outcome), None)
+        n = int(dataset.X.shape[0])
+        if last is None or not 1 < last.n < n:
+            return
+        window = self.config.score_batches
+        block = torch.arange(last.n, n)
+        for member in pop:
+            warm = self._warm.get((outcome, member.name))
+            if warm is None or any(h.round == last.round for h in member.heldout):
+                continue
+            config = model_config_for(member.candidate, self.config.fit_timeout)
+            try:
+                model = self._construct_model(dataset, search_space_digest, config, warm, False)
+                with torch.no_grad():
+                    K, centred = prior_covariance(model)
+                    y = model.train_targets.reshape(-1)
+                    head = y[: last.n]
+                    scale = float(head.std(unbiased=True))
+                    scale = scale if math.isfinite(scale) and scale > 0 else 1.0
+                    prior_mean = y - centred
+                    y_old = (y - head.mean()) / scale - prior_mean
+                    mu, var = heldout_predictive(K, y_old, block.to(K.device))
+                    std = var.sqrt()
+                    logpdf = gaussian_log_density(mu, std, y_old[block])
+                    crps = gaussian_crps(mu, std, y_old[block])
+                if not (torch.isfinite(logpdf).all() and torch.isfinite(crps).all()):
+                    raise ValueError("non-finite held-out forecast")
+            except Exception as e:  # noqa: BLE001 - an unscored batch is recorded, not raised
+                logger.info("held-out score of %s failed: %r", member.name, e)
+                rec.timings[f"heldout_failed:{member.name}"] = 1.0
+                continue
+            member.heldout = [
+                *member.heldout,
+                HeldOut(round=last.round, logpdf=logpdf.tolist(), crps=crps.tolist()),
+            ][-window:]
 
     def _choose(self, models: dict[str, FittedKernel]) -> str:
         """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
@@ -288,4 +491,4 @@ class KernelFittingMixin:
         return model, config, value
 
 
-__all__ = ["FittedKernel", "KernelFittingMixin", "model_config_for"]
+__all__ = ["GUARD_NAME", "Choice", "FittedKernel", "KernelFittingMixin", "model_config_for"]

@@ -15,7 +15,7 @@ from ax_kernel_discovery import KernelDiscoveryConfig
         ({"proposals_per_round": 65}, r"proposals_per_round\n.*less than or equal to 64"),
         (
             {"criterion": "aic"},
-            r"criterion\n.*'loo_crps', 'loo_crps_bic', 'lbo_crps', 'mll' or 'bic'",
+            r"criterion\n.*'loo_crps', 'loo_crps_bic', 'lbo_crps', 'mll', 'bic' or 'prequential'",
         ),
         ({"score_top_k": 50}, "set criterion='loo_crps'"),
         ({"score_batches": 0}, r"score_batches\n.*greater than or equal to 1"),

@@ -83,6 +83,12 @@ def _one_round(
         record["population"] = list(main.population)
         record["accepted"] = list(main.accepted)
         record["kd_scores"] = dict(main.scores)
+        if main.fit_scores:
+            record["kd_fit_scores"] = dict(main.fit_scores)
+        if main.mixture:
+            record["mixture"] = dict(main.mixture)
+        if main.guarded:
+            record["guarded"] = True
         record["population_diversity"] = main.population_diversity
         record["accepted_diversity"] = main.accepted_diversity
         for h in kd_records:
