@@ -536,10 +536,10 @@ def fixed_kernel_generation_strategy(
     *,
     seed: int = 0,
     botorch_acqf_class: type[AcquisitionFunction] | None = None,
-    num_restarts: int = 4,
-    raw_samples: int = 512,
-    sample_around_best: bool = True,
-    maxiter: int = 300,
+    num_restarts: int | None = None,
+    raw_samples: int | None = None,
+    sample_around_best: bool | None = None,
+    maxiter: int | None = None,
     device: str | None = None,
 ) -> GenerationStrategy:
     """Sobol, then BO with one kernel: a library kernel in any Ax experiment.
@@ -555,10 +555,10 @@ def fixed_kernel_generation_strategy(
         num_sobol: Sobol trials before BO (paper: 20).
         seed: Seed of the Sobol step.
         botorch_acqf_class: Acquisition function (default ``qLogNoisyExpectedImprovement``).
-        num_restarts: Acquisition optimizer restarts.
-        raw_samples: Raw samples of the restarts' initialization.
-        sample_around_best: RAASP, sampling around the best points.
-        maxiter: L-BFGS-B iterations of the acquisition optimizer.
+        num_restarts: Acquisition optimizer restarts (default: Ax's).
+        raw_samples: Raw samples of the restarts' initialization (default: Ax's).
+        sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
+        maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
         device: torch device of the BO step (default ``cpu``).
 
     Returns:

@@ -26,6 +26,8 @@ import numpy as np
 from ax_kernel_discovery.study_statistics import spearman
 
 BASE_KERNELS = ("RBF", "Matern52", "RQ", "BOCK", "SL")
+GUARD_CHOICE = "AxDefault"
+"""What a round that handed the acquisition Ax's default model records as chosen."""
 _LEAF_NAMES = {
     "rbf": "RBF",
     "matern52": "Matern52",
@@ -43,7 +45,7 @@ def kernel_family(name: str | None) -> str:
     """A start kernel's name, or ``evolved[...]`` with the base kernels it is built of."""
     if not name:
         return "none"
-    if name in BASE_KERNELS:
+    if name in BASE_KERNELS or name == GUARD_CHOICE:
         return name
     body = name.split(":", 1)[1] if ":" in name else name
     leaves = sorted(
@@ -92,6 +94,8 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     corr_ll: list[float] = []
     chosen_best: list[bool] = []
     chosen_top3: list[bool] = []
+    chosen_ll: list[float] = []
+    member_ll: list[float] = []
     best_family: collections.Counter[str] = collections.Counter()
     for r in runs:
         for x in r["rounds"]:
@@ -114,6 +118,8 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             chosen_best.append(order[0] == x["chosen"])
             chosen_rank.append((order.index(x["chosen"]) + 1) / len(order))
             chosen_top3.append(x["chosen"] in order[:3])
+            chosen_ll.append(nb[x["chosen"]]["log_lik"])
+            member_ll.append(float(np.median([nb[n]["log_lik"] for n in names])))
             best_family[kernel_family(order[0])] += 1
     return {
         "rounds": len(chosen_best),
@@ -123,6 +129,8 @@ def selection_diagnostics(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "chosen_rank": float(np.mean(chosen_rank)) if chosen_rank else None,
         "chosen_is_best": float(np.mean(chosen_best)) if chosen_best else None,
         "chosen_in_top3": float(np.mean(chosen_top3)) if chosen_top3 else None,
+        "chosen_log_lik": float(np.median(chosen_ll)) if chosen_ll else None,
+        "median_member_log_lik": float(np.median(member_ll)) if member_ll else None,
         "best_next_batch_kernels": dict(best_family.most_common(4)),
     }
 
@@ -204,6 +212,7 @@ def chosen_timeline(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 __all__ = [
     "BASE_KERNELS",
+    "GUARD_CHOICE",
     "chosen_timeline",
     "kernel_family",
     "proposal_diagnostics",

@@ -76,11 +76,25 @@ def study_markdown(
         "",
         "## kd against each baseline, paired by seed",
         "",
-        "wins/ties/losses of kd; Δ = mean paired difference of the best values, positive when "
-        "kd is better, with a bootstrap 95% interval; p = two-sided Wilcoxon signed-rank test "
-        "(with 5 seeds the smallest possible p is 0.0625).",
+        PAIRED_LEGEND,
         "",
         *_paired_markdown(summary),
+        "",
+        "## kd against Ax's default, checkpoint by checkpoint",
+        "",
+        "Best value so far after 50, 80, 110, 140 and 170 evaluations (20 Sobol points, "
+        "then batches of 15): mean ± standard error (seeds), and kd paired by seed with "
+        "ax_default. " + PAIRED_LEGEND,
+        "",
+        *_checkpoints_markdown(summary),
+        "",
+        "## A longer budget",
+        "",
+        "kd and ax_default on rover100 and svm with 3 seeds at 400 evaluations (20 Sobol "
+        "points + 26 rounds of q = 15), the study's acquisition settings otherwise; results "
+        "in `long400/`. Does kd's lead hold as n grows?",
+        "",
+        *_long_markdown(summary),
         "",
         "## Learning curves",
         "",
@@ -181,11 +195,22 @@ def _pm(mean: float, se: float, n: int) -> str:
     return f"{_fmt(mean)} ± {_fmt(se, mean)} ({n})"
 
 
+PAIRED_LEGEND = (
+    "W/T/L: seeds on which kd (or the variant) found the better / the same / the worse "
+    "best value; Δ = mean paired difference, positive when kd (the variant) is better, with "
+    "its 95% paired t-interval; p = exact two-sided sign test (ties left out) / exact "
+    "sign-flip permutation test of the mean. With 5 seeds neither p can go below 0.0625: "
+    "5/5 seeds is a consistent direction, not significance at 5%."
+)
+
+
 def _paired_cell(c: Mapping[str, Any]) -> str:
     if not c["n"]:
         return "–"
     ci = f" [{_fmt(c['ci'][0])}, {_fmt(c['ci'][1])}]" if c["ci"] else ""
-    p = f", p={c['p_value']:.3f}" if c["p_value"] is not None else ""
+    p = ""
+    if c.get("p_sign") is not None:
+        p = f", p={c['p_sign']:.3f}/{c['p_perm']:.3f}"
     return f"{c['wins']}/{c['ties']}/{c['losses']}, Δ={_fmt(c['mean_diff'])}{ci}{p}"
 
 
@@ -296,8 +321,9 @@ def _selection_header(label: bool = False) -> list[str]:
         "same, without the chosen kernel | "
         "Spearman(criterion, next-batch NLL) | chosen = best next-batch CRPS | "
         "chosen in top 3 | chosen's next-batch rank (1/m best, 1 worst) | "
+        "next-batch log-lik, median: chosen / median member | "
         "best next-batch predictors (rounds) |",
-        "|---|---|---|---|---|---|---|---|---|" + ("---|" if label else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if label else ""),
     ]
 
 
@@ -323,8 +349,108 @@ def _selection_rows(
             f"{f(s['spearman_log_lik'])} | {f(s['chosen_is_best'], True)} | "
             f"{f(s['chosen_in_top3'], True)} | "
             f"{'n/a' if s.get('chosen_rank') is None else format(s['chosen_rank'], '.2f')} | "
+            f"{_ll(s.get('chosen_log_lik'))} / {_ll(s.get('median_member_log_lik'))} | "
             f"{best or '–'} |"
         )
+    return lines
+
+
+def _ll(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _checkpoint_cell(row: Mapping[str, Any], with_reference: bool = False) -> str:
+    c = row["paired"]
+    cell = f"{_fmt(row['mean'])} ({c['wins']}/{c['ties']}/{c['losses']})"
+    return f"{cell} vs {_fmt(row['reference_mean'])}" if with_reference else cell
+
+
+def _checkpoints_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """kd against Ax's default at each checkpoint, per problem."""
+    lines = [
+        "| problem | evaluations | kd | ax_default | kd vs ax_default |",
+        "|---|---|---|---|---|",
+    ]
+    for p, rows in (summary.get("checkpoints") or {}).items():
+        for row in rows:
+            lines.append(
+                f"| {summary['problems'][p]['label']} | {row['evaluations']} | "
+                f"{_pm(row['mean'], row['se'], row['paired']['n'])} | "
+                f"{_pm(row['reference_mean'], row['reference_se'], row['paired']['n'])} | "
+                f"{_paired_cell(row['paired'])} |"
+            )
+    return lines if len(lines) > 2 else ["No paired kd and ax_default runs yet."]
+
+
+def _round_time_cell(t: Mapping[str, Any] | None) -> str:
+    if not t or t.get("round") is None:
+        return "–"
+    fit = "–" if t.get("fit") is None else f"{t['fit']:.1f}"
+    acq = "–" if t.get("acquisition") is None else f"{t['acquisition']:.1f}"
+    return f"{t['round']:.1f} ({fit} / {acq})"
+
+
+def _variant_checkpoints_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """Per problem: best-so-far at each checkpoint for ax_default, kd and every variant."""
+    lines: list[str] = []
+    for p in summary["problems"]:
+        rows = []
+        kd = (summary.get("checkpoints") or {}).get(p) or []
+        if kd:
+            rows.append(("ax_default", [_fmt(r["reference_mean"]) for r in kd], kd))
+            rows.append(("kd", [_checkpoint_cell(r) for r in kd], kd))
+        for name, v in summary["variants"].items():
+            cps = (v.get("checkpoints") or {}).get(p)
+            if cps:
+                rows.append((name, [_checkpoint_cell(r) for r in cps], cps))
+        if len(rows) < 3:
+            continue
+        evaluations = [r["evaluations"] for r in kd] or [r["evaluations"] for r in rows[-1][2]]
+        times = {"ax_default": summary["round_time"].get(p, {}).get("ax_default")}
+        times["kd"] = summary["round_time"].get(p, {}).get("kd")
+        for name, v in summary["variants"].items():
+            times[name] = (v.get("round_time") or {}).get(p)
+        lines += [
+            f"**{summary['problems'][p]['label']}** ({summary['problems'][p]['direction']}): "
+            "mean best value so far (W/T/L against ax_default on the same seeds); round: "
+            "mean seconds per BO round (fit and selection / acquisition)",
+            "",
+            "| method | " + " | ".join(str(e) for e in evaluations) + " | round s |",
+            "|" + "---|" * (len(evaluations) + 2),
+        ]
+        for name, cells, _ in rows:
+            cells = cells + ["–"] * (len(evaluations) - len(cells))
+            lines.append(
+                f"| {name} | " + " | ".join(cells) + f" | {_round_time_cell(times.get(name))} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _long_markdown(summary: Mapping[str, Any]) -> list[str]:
+    long = summary.get("long") or {}
+    if not long:
+        return ["No finished longer-budget runs yet."]
+    lines = []
+    for d in long.values():
+        rt = d["round_time"]
+        lines += [
+            f"**{d['label']}** ({d['direction']}), budget {d['budget']}, kd config "
+            f"`{json.dumps(d['kd_config'])}`; complete seeds: kd {d['complete']['kd']}, "
+            f"ax_default {d['complete']['ax_default']}; seconds per BO round (fit / "
+            f"acquisition): kd {_round_time_cell(rt.get('kd'))}, ax_default "
+            f"{_round_time_cell(rt.get('ax_default'))}",
+            "",
+            "| evaluations | kd | ax_default | kd vs ax_default |",
+            "|---|---|---|---|",
+        ]
+        for row in d["checkpoints"]:
+            lines.append(
+                f"| {row['evaluations']} | {_pm(row['mean'], row['se'], row['paired']['n'])} | "
+                f"{_pm(row['reference_mean'], row['reference_se'], row['paired']['n'])} | "
+                f"{_paired_cell(row['paired'])} |"
+            )
+        lines.append("")
     return lines
 
 
@@ -339,6 +465,25 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             for p in summary["problems"]
         ]
         lines.append(f"| {name} | `{json.dumps(v['config'])}` | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The same variants paired by seed with `ax_default` (positive Δ: the variant is better):",
+        "",
+        "| variant | " + " | ".join(summary["problems"]) + " |",
+        "|" + "---|" * (len(summary["problems"]) + 1),
+    ]
+    for name, v in summary["variants"].items():
+        cells = [
+            _paired_cell(v["vs_ax_default"][p]) if p in (v.get("vs_ax_default") or {}) else "–"
+            for p in summary["problems"]
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Best value so far at each checkpoint, and the time per round:",
+        "",
+        *_variant_checkpoints_markdown(summary),
+    ]
     lines += [
         "",
         "Best value of each variant: mean ± standard error over its seeds (number of "

@@ -5,8 +5,8 @@
 
 * a Markdown report (``docs/results.md`` in the repository) with, per problem and method,
   the mean ± standard error of the best value found, the average rank, ``kd`` against
-  each baseline paired by seed (wins/ties/losses, the mean paired difference with a
-  bootstrap 95% interval, and the Wilcoxon signed-rank p-value), learning curves, the
+  each baseline paired by seed (wins/ties/losses, the mean paired difference with its
+  paired t-interval, exact sign and permutation tests), learning curves, the
   search diagnostics (boundary hit ratio, OTSD), ``kd``'s chosen-kernel timeline and
   Gram diversity, the selection diagnostics (does the criterion pick the kernel that
   predicts the next batch best?) and every ``kd`` variant against the default;
@@ -73,6 +73,110 @@ def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
     return set.intersection(*seeds) if seeds else set()
 
 
+CHECKPOINTS: tuple[int, ...] = (50, 80, 110, 140, 170)
+"""Evaluations at which the report compares best-so-far values (Sobol points included)."""
+
+LONG_FOLDER = "long400"
+"""Sub-folder of the study holding the longer-budget runs (not a variant)."""
+
+LONG_CHECKPOINTS: tuple[int, ...] = (50, 110, 170, 230, 290, 350, 400)
+"""Evaluations at which the longer-budget table compares best-so-far values."""
+
+
+def _at_evaluation(
+    results: Sequence[dict[str, Any]], problem: str, method: str, evaluations: int
+) -> dict[int, float]:
+    """Best value so far after ``evaluations`` evaluations, by seed (runs that got there)."""
+    out = {}
+    for r in results:
+        if r["problem"] != problem or r["method"] != method:
+            continue
+        best = r.get("best_so_far") or []
+        if len(best) >= evaluations and best[evaluations - 1] is not None:
+            out[int(r["seed"])] = float(best[evaluations - 1])
+    return out
+
+
+def checkpoint_comparison(
+    runs: Sequence[dict[str, Any]],
+    reference: Sequence[dict[str, Any]],
+    problem: str,
+    method: str,
+    reference_method: str,
+    minimize: bool,
+    checkpoints: Sequence[int] = CHECKPOINTS,
+) -> list[dict[str, Any]]:
+    """``method`` (in ``runs``) against ``reference_method`` (in ``reference``), checkpoint by
+    checkpoint: each side's mean ± SE best-so-far and the paired comparison by seed."""
+    rows = []
+    for e in checkpoints:
+        a = _at_evaluation(runs, problem, method, e)
+        b = _at_evaluation(reference, problem, reference_method, e)
+        if not a or not b:
+            continue
+        rows.append(
+            {
+                "evaluations": e,
+                "mean": float(np.mean(list(a.values()))),
+                "se": standard_error(list(a.values())),
+                "reference_mean": float(np.mean(list(b.values()))),
+                "reference_se": standard_error(list(b.values())),
+                "paired": paired_comparison(a, b, minimize),
+            }
+        )
+    return rows
+
+
+def round_time(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Mean seconds per BO round over the runs' rounds: fit (+ selection), acquisition, round."""
+
+    def mean(key: str) -> float | None:
+        values = [
+            x["timings"][key]
+            for r in runs
+            for x in r["rounds"]
+            if x.get("kind") == "bo" and key in x.get("timings", {})
+        ]
+        return float(np.mean(values)) if values else None
+
+    return {"fit": mean("fit"), "acquisition": mean("acquisition"), "round": mean("round_wall")}
+
+
+def long_budget_summary(
+    runs: Sequence[dict[str, Any]], checkpoints: Sequence[int] = LONG_CHECKPOINTS
+) -> dict[str, Any]:
+    """kd against ax_default at a longer budget, per problem, checkpoint by checkpoint."""
+    out: dict[str, Any] = {}
+    for p in dict.fromkeys(r["problem"] for r in runs):
+        mine = [r for r in runs if r["problem"] == p]
+        if not {"kd", "ax_default"} <= {r["method"] for r in mine}:
+            continue
+        minimize = mine[0]["direction"] == "minimize"
+        out[p] = {
+            "label": mine[0].get("problem_label", p),
+            "direction": mine[0]["direction"],
+            "budget": max(int(r["budget"]) for r in mine),
+            "kd_config": next(
+                (r["config"].get("kd_config") for r in mine if r["method"] == "kd"), None
+            ),
+            "complete": {
+                m: sorted(
+                    int(r["seed"])
+                    for r in mine
+                    if r["method"] == m and r.get("status") == "complete"
+                )
+                for m in ("kd", "ax_default")
+            },
+            "checkpoints": checkpoint_comparison(
+                mine, mine, p, "kd", "ax_default", minimize, checkpoints
+            ),
+            "round_time": {
+                m: round_time([r for r in mine if r["method"] == m]) for m in ("kd", "ax_default")
+            },
+        }
+    return out
+
+
 def _values_on_seeds(variant: Mapping[int, float], kd: Mapping[int, float]) -> dict[str, Any]:
     """A variant's mean ± SE best value, and the default kd's mean on the same seeds."""
     seeds = sorted(variant)
@@ -124,6 +228,8 @@ def study_summary(
         "timeline": {},
         "variants": {},
         "proposals": {},
+        "checkpoints": {},
+        "round_time": {},
     }
     for p in table.problems:
         summary["problems"][p] = {
@@ -156,6 +262,13 @@ def study_summary(
             summary["selection"][p] = selection_diagnostics(kd_runs)
             summary["proposals"].setdefault("kd", {})[p] = run_set_proposals(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
+            summary["checkpoints"][p] = checkpoint_comparison(
+                results, results, p, "kd", "ax_default", table.minimize.get(p, True)
+            )
+        summary["round_time"][p] = {
+            m: round_time([r for r in results if r["problem"] == p and r["method"] == m])
+            for m in table.methods
+        }
     for name, variant_runs in (variants or {}).items():
         method = variant_runs[0]["method"] if variant_runs else "kd"
         summary["variants"][name] = {
@@ -170,8 +283,29 @@ def study_summary(
                 for p in table.problems
                 if _by_seed(variant_runs, p, method) and _by_seed(results, p, "kd")
             },
+            "vs_ax_default": {
+                p: paired_comparison(
+                    _by_seed(variant_runs, p, method),
+                    _by_seed(results, p, "ax_default"),
+                    table.minimize.get(p, True),
+                )
+                for p in table.problems
+                if _by_seed(variant_runs, p, method) and _by_seed(results, p, "ax_default")
+            },
             "values": {
                 p: _values_on_seeds(_by_seed(variant_runs, p, method), _by_seed(results, p, "kd"))
+                for p in table.problems
+                if _by_seed(variant_runs, p, method)
+            },
+            "checkpoints": {
+                p: checkpoint_comparison(
+                    variant_runs, results, p, method, "ax_default", table.minimize.get(p, True)
+                )
+                for p in table.problems
+                if _by_seed(variant_runs, p, method)
+            },
+            "round_time": {
+                p: round_time([r for r in variant_runs if r["problem"] == p])
                 for p in table.problems
                 if _by_seed(variant_runs, p, method)
             },
@@ -250,7 +384,8 @@ def write_study_report(
         if r["problem"] in protocol.problems and r["method"] in protocol.methods
     ]
     variants = {}
-    for sub in sorted(p for p in results_dir.iterdir() if p.is_dir() and p.name != "checkpoints"):
+    skip = {"checkpoints", LONG_FOLDER}
+    for sub in sorted(p for p in results_dir.iterdir() if p.is_dir() and p.name not in skip):
         try:
             runs = load_results(sub)
         except FileNotFoundError:
@@ -261,6 +396,10 @@ def write_study_report(
                 variants[sub.name if method == "kd" else f"{sub.name}:{method}"] = chosen
     summary = study_summary(results, variants, protocol)
     summary["transfer"] = transfer_summary(results_dir.parent / "transfer", results)
+    try:
+        summary["long"] = long_budget_summary(load_results(results_dir / LONG_FOLDER))
+    except FileNotFoundError:
+        summary["long"] = {}
     (results_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
 
     markdown = Path(markdown)
@@ -281,7 +420,13 @@ def write_study_report(
 
 __all__ = [
     "BASE_KERNELS",
+    "CHECKPOINTS",
+    "LONG_CHECKPOINTS",
+    "LONG_FOLDER",
     "TIE_TOLERANCE",
+    "checkpoint_comparison",
+    "long_budget_summary",
+    "round_time",
     "chosen_timeline",
     "kernel_family",
     "paired_comparison",

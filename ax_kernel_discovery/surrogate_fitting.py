@@ -29,8 +29,8 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
 from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
-from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.population import HeldOut, Member, Population
+from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.selection import (
     best_points,
     gaussian_crps,
@@ -330,9 +330,7 @@ class KernelFittingMixin:
             )
             weights = w.tolist()
         counts = mixture_counts(weights, MIXTURE_SLOTS)
-        order = sorted(
-            (i for i in range(len(top)) if counts[i] > 0), key=lambda i: (-counts[i], i)
-        )
+        order = sorted((i for i in range(len(top)) if counts[i] > 0), key=lambda i: (-counts[i], i))
         total = sum(counts)
         return Choice(
             names=[top[i] for i in order],

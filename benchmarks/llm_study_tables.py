@@ -76,8 +76,8 @@ def quality(study: Path, problem: str) -> None:
         ("cake, local LLM", "kd, offline"),
     ]:
         c = paired_comparison(values[a], values[b], minimize)
-        p = "–" if c["p_value"] is None else f"{c['p_value']:.3f}"
-        print(f"  {a} vs {b}: {c['wins']}/{c['ties']}/{c['losses']} (n={c['n']}, p={p})")
+        p = "–" if c["p_sign"] is None else f"{c['p_sign']:.3f}"
+        print(f"  {a} vs {b}: {c['wins']}/{c['ties']}/{c['losses']} (n={c['n']}, sign-test p={p})")
 
 
 def proposals(study: Path, problem: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
-from ax_kernel_discovery.population import Population, start_candidates
+from ax_kernel_discovery.population import HeldOut, Member, Population, start_candidates
 
 
 def _cand(name: str, kernel: str = "rbf", warp: str = "tanh") -> KernelCandidate:
@@ -43,6 +43,35 @@ def test_strikes_base_after_patience_others_at_once() -> None:
     assert pop.strike("RBF") is False
     assert pop.strike("RBF") is True and "RBF" not in pop
     assert pop.strike("missing") is False
+
+
+def test_kept_kernels_survive_strikes_and_truncation() -> None:
+    pop = Population(start_candidates(), size=4, patience=1, keep=("RBF", "Matern52"))
+    assert pop.strike("RBF") is False and "RBF" in pop  # patience 1, but kept
+    assert pop.strike("RQ") is True and "RQ" not in pop
+    pop.add(_cand("a"), 1)
+    pop.add(_cand("b", "matern52"), 1)
+    for name, value in {"RBF": 9.0, "Matern52": 8.0, "BOCK": 0.3, "SL": 0.2, "a": 0.1}.items():
+        pop.set_score(name, value)
+    pop.set_score("b", None)  # not scored yet
+    dropped = pop.truncate(protect=["b"])
+    # the kept pair and the protected newcomer stay; one place is left for the best other
+    assert sorted(pop.names) == ["Matern52", "RBF", "a", "b"]
+    assert sorted(dropped) == ["BOCK", "SL"]
+    restored = Population.from_dict(json.loads(json.dumps(pop.to_dict())))
+    assert restored.keep == ("RBF", "Matern52")
+
+
+def test_heldout_loss_averages_the_last_batches() -> None:
+    m = Member(candidate=start_candidates()[0])
+    assert m.heldout_loss() is None
+    m.heldout = [
+        HeldOut(round=0, logpdf=[-1.0, -3.0], crps=[0.5, 0.7]),
+        HeldOut(round=1, logpdf=[-4.0], crps=[1.0]),
+    ]
+    assert m.heldout_loss("log") == pytest.approx((2.0 + 4.0) / 2)
+    assert m.heldout_loss("crps") == pytest.approx((0.6 + 1.0) / 2)
+    assert m.heldout_loss("log", batches=1) == pytest.approx(4.0)
 
 
 def test_reset_when_empty() -> None:

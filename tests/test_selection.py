@@ -12,12 +12,18 @@ from botorch.models import SingleTaskGP
 from ax_kernel_discovery import loo_crps
 from ax_kernel_discovery.selection import (
     gaussian_crps,
+    gaussian_log_density,
+    heldout_predictive,
     lbo_crps,
     leave_blocks_out_predictive,
     log_marginal_likelihood,
     loo_predictive,
+    mixture_counts,
     prior_covariance,
+    pseudo_bma_weights,
     score,
+    stacking_weights,
+    within_noise,
 )
 
 
@@ -157,8 +163,19 @@ def test_lbo_crps_with_one_point_blocks_is_loo_crps_on_those_points() -> None:
     expected = gaussian_crps(mu[pts], var[pts].sqrt(), y[pts]).mean()
     got = lbo_crps(K, y, [torch.tensor([i]) for i in pts])
     assert float(got) == pytest.approx(float(expected), rel=1e-12)
-    # a whole block out is harder to predict than each of its points with the others kept
-    assert float(lbo_crps(K, y, [torch.tensor(pts)])) > float(got)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_leaving_a_block_out_never_shrinks_a_points_predictive_variance(seed: int) -> None:
+    # Conditioning on fewer points cannot reduce a Gaussian's conditional variance, so
+    # each point's leave-block-out variance is at least its leave-one-out variance
+    # (whatever the targets: a score of the means, CRPS included, has no such order).
+    K, y = _spd(10, seed=seed)
+    _, var_loo = loo_predictive(K, y)
+    block = torch.tensor([2, 7, 8])
+    idx, _, var_block = leave_blocks_out_predictive(K, y, [block])
+    assert torch.all(var_block >= var_loo[idx] - 1e-12)
+    assert torch.any(var_block > var_loo[idx] * (1 + 1e-6))  # the neighbours carried information
 
 
 def test_lbo_crps_falls_back_to_loo_crps_without_batches() -> None:
@@ -168,3 +185,69 @@ def test_lbo_crps_falls_back_to_loo_crps_without_batches() -> None:
     block = [torch.tensor([5, 6, 7])]
     assert score("lbo_crps", K, y, 3, blocks=block) == pytest.approx(float(lbo_crps(K, y, block)))
     assert score("loo_crps", K, y, 3, blocks=block) == pytest.approx(float(loo_crps(K, y)))
+
+
+def test_heldout_predictive_is_the_forecast_from_the_earlier_points() -> None:
+    K, y = _spd(14, seed=6)
+    block = torch.arange(10, 14)
+    mu, var = heldout_predictive(K, y, block)
+    K_old = K[:10, :10]
+    cross = K[10:, :10]
+    mu_bf = cross @ torch.linalg.solve(K_old, y[:10])
+    var_bf = torch.diagonal(K[10:, 10:] - cross @ torch.linalg.solve(K_old, cross.T))
+    assert torch.allclose(mu, mu_bf, atol=1e-10) and torch.allclose(var, var_bf, atol=1e-10)
+    normal = torch.distributions.Normal(mu_bf, var_bf.sqrt())
+    assert torch.allclose(
+        gaussian_log_density(mu, var.sqrt(), y[10:]), normal.log_prob(y[10:]), atol=1e-10
+    )
+
+
+def _mixture_log_score(log_density: torch.Tensor, w: torch.Tensor) -> float:
+    return float(torch.logsumexp(log_density + torch.log(w).unsqueeze(-1), dim=0).mean())
+
+
+def test_stacking_weights_maximize_the_mixtures_held_out_log_score() -> None:
+    g = torch.Generator().manual_seed(7)
+    # three forecasters of 40 points: each is good on a different part
+    log_density = -torch.rand(3, 40, generator=g, dtype=torch.float64) * 4
+    log_density[0, :15] += 3.0
+    log_density[1, 15:30] += 3.0
+    w = stacking_weights(log_density)
+    assert w.sum() == pytest.approx(1.0) and bool((w >= 0).all())
+    best = _mixture_log_score(log_density, w.clamp_min(1e-300))
+    steps = 40
+    for i in range(steps + 1):  # brute force over a grid of the simplex
+        for j in range(steps + 1 - i):
+            grid = torch.tensor([i, j, steps - i - j], dtype=torch.float64) / steps
+            assert _mixture_log_score(log_density, grid.clamp_min(1e-300)) <= best + 1e-9
+    assert 0.2 < float(w[0]) < 0.8 and 0.2 < float(w[1]) < 0.8  # complementary: both kept
+
+
+def test_stacking_drops_a_forecaster_that_is_worse_everywhere() -> None:
+    g = torch.Generator().manual_seed(8)
+    good = -torch.rand(30, generator=g, dtype=torch.float64)
+    w = stacking_weights(torch.stack([good, good - 5.0]))
+    assert float(w[0]) > 0.999
+
+
+def test_pseudo_bma_weights_are_the_softmax_of_summed_log_densities() -> None:
+    ld = torch.tensor([[-1.0, -2.0], [-1.5, -1.0], [-4.0, -4.0]], dtype=torch.float64)
+    expected = torch.exp(ld.sum(-1)) / torch.exp(ld.sum(-1)).sum()
+    assert torch.allclose(pseudo_bma_weights(ld), expected)
+
+
+def test_mixture_counts_round_weights_to_the_slots() -> None:
+    assert mixture_counts([0.5, 0.3, 0.2], 10) == [5, 3, 2]
+    assert mixture_counts([1.0, 1.0, 1.0], 12) == [4, 4, 4]
+    assert mixture_counts([0.98, 0.01, 0.01], 12) == [12, 0, 0]
+    assert sum(mixture_counts([0.4, 0.35, 0.25], 12)) == 12
+    with pytest.raises(ValueError, match="slots"):
+        mixture_counts([1.0], 0)
+
+
+def test_within_noise_is_a_paired_one_standard_error_rule() -> None:
+    g = torch.Generator().manual_seed(9)
+    best = torch.rand(30, generator=g, dtype=torch.float64)
+    noise = 0.5 * torch.randn(30, generator=g, dtype=torch.float64)
+    assert within_noise(best, best + noise - noise.mean() + 0.01)  # far below one s.e.
+    assert not within_noise(best, best + 0.5 + 0.01 * noise)  # clearly worse, little noise

@@ -67,7 +67,7 @@ def objective(params: dict) -> float:
     return float(np.round(1e6 * value))
 
 
-def make_client(**client_kwargs: object) -> Client:
+def make_client(config: KernelDiscoveryConfig = CONFIG, **client_kwargs: object) -> Client:
     client = Client(**client_kwargs)  # type: ignore[arg-type]
     client.configure_experiment(
         name="kd_storage",
@@ -78,7 +78,7 @@ def make_client(**client_kwargs: object) -> Client:
     )
     client.configure_optimization("-f")
     client.set_generation_strategy(
-        kernel_discovery_generation_strategy(CONFIG, num_sobol=NUM_SOBOL, **FAST)
+        kernel_discovery_generation_strategy(config, num_sobol=NUM_SOBOL, **FAST)
     )
     return client
 
@@ -153,6 +153,36 @@ def test_reload_before_every_round_changes_nothing(straight: Client, tmp_path: P
     assert sum(r.struck is not None for r in a.history) > 0, "no strike was exercised"
     assert any(r.previous_improved for r in a.history), "no improvement was judged"
     assert population_of(b) == population_of(a)
+    assert arms_of(resumed) == arms_of(straight)
+
+
+def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path) -> None:
+    # held-out forecasts are scored from the saved warm starts, and the mixture's members
+    # and weights from the saved held-out records: a reload changes none of them
+    config = KernelDiscoveryConfig.model_validate(
+        {
+            **CONFIG.model_dump(),
+            "criterion": "prequential",
+            "guard_rounds": 1,
+            "keep_kernels": ["RBF", "Matern52"],
+            "mixture_top_k": 2,
+        }
+    )
+    straight, resumed = make_client(config), make_client(config)
+    path = tmp_path / "run.json"
+    run_batch(straight, NUM_SOBOL)
+    run_batch(resumed, NUM_SOBOL)
+    for _ in range(ROUNDS):
+        run_batch(straight, 2)
+        resumed.save_to_json_file(str(path))
+        resumed = Client.load_from_json_file(str(path))
+        run_batch(resumed, 2)
+    a, b = surrogate_of(straight), surrogate_of(resumed)
+    assert_same_rounds(a.history, b.history)
+    assert [r.mixture for r in b.history] == [r.mixture for r in a.history]
+    assert a.history[0].guarded and any(r.mixture for r in a.history)
+    assert [m.heldout for m in b.population] == [m.heldout for m in a.population]
+    assert any(m.heldout for m in a.population)
     assert arms_of(resumed) == arms_of(straight)
 
 

@@ -21,26 +21,43 @@ from ax_kernel_discovery.study_report import (
 )
 
 
-def test_paired_comparison_counts_signs_and_wilcoxon() -> None:
+def test_paired_comparison_counts_signs_with_a_t_interval_and_exact_tests() -> None:
     kd = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0, 4: 5.0}
     base = {0: 2.0, 1: 3.0, 2: 3.0, 3: 5.0, 4: 7.0, 9: 0.0}  # seed 9 has no kd partner
     out = paired_comparison(kd, base, minimize=True)
     assert (out["n"], out["wins"], out["ties"], out["losses"]) == (5, 4, 1, 0)
-    assert out["mean_diff"] == pytest.approx((1 + 1 + 0 + 1 + 2) / 5)
-    lo, hi = out["ci"]
-    assert 0.0 <= lo <= out["mean_diff"] <= hi <= 2.0
-    from scipy.stats import wilcoxon
+    diff = [1.0, 1.0, 0.0, 1.0, 2.0]
+    assert out["mean_diff"] == pytest.approx(sum(diff) / 5)
+    from scipy import stats
 
-    expected = wilcoxon([1.0, 1.0, 0.0, 1.0, 2.0], zero_method="zsplit").pvalue
-    assert out["p_value"] == pytest.approx(expected)
+    half = stats.t.ppf(0.975, 4) * stats.tstd(diff) / 5**0.5  # textbook paired t-interval
+    assert out["ci"] == pytest.approx([1.0 - half, 1.0 + half])
+    assert out["p_sign"] == pytest.approx(stats.binomtest(4, 4).pvalue)  # 0.125
+    # sign flips of (1, 1, 0, 1, 2): |mean| >= 1 only with all non-zero signs alike
+    assert out["p_perm"] == pytest.approx(4 / 32)
     flipped = paired_comparison(kd, base, minimize=False)  # maximizing: kd now loses
     assert (flipped["wins"], flipped["losses"]) == (0, 4)
     assert flipped["mean_diff"] == pytest.approx(-out["mean_diff"])
+    assert flipped["p_sign"] == out["p_sign"] and flipped["p_perm"] == out["p_perm"]
+
+
+def test_five_seeds_cannot_reach_p_below_0_0625() -> None:
+    out = paired_comparison({s: 0.0 for s in range(5)}, {s: 1.0 + s for s in range(5)}, True)
+    assert out["wins"] == 5 and out["p_sign"] == out["p_perm"] == pytest.approx(0.0625)
 
 
 def test_paired_comparison_all_ties_has_no_p_value() -> None:
     out = paired_comparison({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, minimize=True)
-    assert out["ties"] == 2 and out["p_value"] is None and out["ci"] == [0.0, 0.0]
+    assert out["ties"] == 2 and out["p_sign"] is None and out["p_perm"] is None
+    assert out["ci"] == [0.0, 0.0]
+
+
+def test_the_bootstrap_under_covers_on_five_pairs_and_the_t_interval_does_not() -> None:
+    from ax_kernel_discovery.study_statistics import bootstrap_coverage
+
+    cov = bootstrap_coverage(n_pairs=5, trials=1500, n_boot=1000, seed=1)
+    assert cov["bootstrap"] < 0.88  # about 83% for a nominal 95%
+    assert 0.93 < cov["t"] < 0.97
 
 
 def test_standard_error() -> None:

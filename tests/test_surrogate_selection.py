@@ -1,0 +1,174 @@
+"""The surrogate's selection rules: prequential held-out scores, the guarded start, kept
+kernels, the cost tie-break, mixtures, and a choice that always stays a member.
+
+``model_selection`` is called directly, as Ax's ``Surrogate.fit`` calls it, on data
+standardized here exactly as Ax's ``StandardizeY`` does (mean, ``ddof=1`` std), so that
+the expected held-out forecasts can be computed independently from last round's models.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from botorch.models import SingleTaskGP
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.kernels import RBFKernel
+
+from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.mixture import KernelMixtureModel
+from ax_kernel_discovery.population import HeldOut
+from ax_kernel_discovery.surrogate_fitting import GUARD_NAME
+
+DIM = 6
+NAMES = [f"x{i}" for i in range(DIM)]
+FAST = {"population_size": 5, "proposals_per_round": 0, "fit_maxiter": 25, "seed": 0}
+
+
+def _raw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    X = torch.quasirandom.SobolEngine(DIM, scramble=True, seed=1).draw(n, dtype=torch.float64)
+    y = (X[:, :3] - 0.3).pow(2).sum(-1) + 0.2 * torch.sin(6 * X[:, 3]) + 0.05 * X[:, 4]
+    return X, y
+
+
+def _standardize(y: torch.Tensor) -> torch.Tensor:
+    return (y - y.mean()) / y.std(unbiased=True)
+
+
+def _round(s: KernelDiscoverySurrogate, X: torch.Tensor, y: torch.Tensor):  # noqa: ANN202
+    dataset = SupervisedDataset(
+        X, _standardize(y).unsqueeze(-1), feature_names=NAMES, outcome_names=["f"]
+    )
+    digest = SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM)
+    return s.model_selection(dataset, [], digest)
+
+
+def _surrogate(**fields: object) -> KernelDiscoverySurrogate:
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(**{**FAST, **fields}))  # type: ignore[arg-type]
+    s.objective_weights = {"f": -1.0}  # minimize (Ax reports it at the first acquisition)
+    return s
+
+
+def test_prequential_scores_last_rounds_forecast_of_the_new_batch() -> None:
+    X, y = _raw(16)
+    s = _surrogate(criterion="prequential")
+    _round(s, X[:12], y[:12])
+    before = {k: copy.deepcopy(m) for k, m in s.fitted_models["f"].items()}
+    _, config = _round(s, X, y)
+    rec = s.history[-1]
+    # the forecast of rows 12..15 by each member's round-0 model, in round-0 units
+    y_old = (y[12:] - y[:12].mean()) / y[:12].std(unbiased=True)
+    expected = {}
+    for name, model in before.items():
+        with torch.no_grad():
+            post = model.posterior(X[12:], observation_noise=True)
+        normal = torch.distributions.Normal(post.mean.reshape(-1), post.variance.reshape(-1).sqrt())
+        logpdf = normal.log_prob(y_old).detach()
+        member = s.population.get(name)
+        assert member.heldout[-1].round == 0
+        assert member.heldout[-1].logpdf == pytest.approx(logpdf.tolist(), rel=1e-3, abs=1e-3)
+        expected[name] = -float(logpdf.mean())
+    assert rec.scores == pytest.approx(expected, rel=1e-3, abs=1e-3)
+    assert rec.chosen == min(expected, key=expected.get) == config.name
+    assert set(rec.fit_scores) == set(expected)  # the in-sample scores are kept beside
+    assert all(m.score == pytest.approx(expected[m.name], rel=1e-3) for m in s.population)
+
+
+def test_the_guarded_start_hands_the_acquisition_axs_default_model() -> None:
+    X, y = _raw(16)
+    s = _surrogate(criterion="prequential", guard_rounds=1)
+    model, config = _round(s, X[:12], y[:12])
+    rec = s.history[-1]
+    assert rec.guarded and rec.chosen == GUARD_NAME and config.name is None
+    assert type(model) is SingleTaskGP and isinstance(model.covar_module, RBFKernel)
+    assert len(s.fitted_models["f"]) == 5  # the members were fitted all the same
+    model, _ = _round(s, X, y)
+    rec = s.history[-1]
+    assert not rec.guarded and rec.chosen in s.population
+    assert rec.struck is None  # Ax's default is not a member: nothing to strike
+    assert isinstance(model, KernelDiscoveryGP)
+
+
+def test_a_new_kernel_waits_for_its_first_forecast_and_is_not_truncated() -> None:
+    X, y = _raw(20)
+    s = _surrogate(criterion="prequential", proposals_per_round=2, population_size=5)
+    _round(s, X[:12], y[:12])  # no forecasts yet: the fit scores (LOO-CRPS) decide
+    assert s.history[-1].chosen in s.history[-1].fit_scores
+    _round(s, X[:16], y[:16])
+    rec = s.history[-1]
+    new = [name for name in rec.accepted]
+    assert new, "the offline operator proposed nothing"
+    assert not set(new) & set(rec.scores)  # not forecast yet: not choosable
+    assert set(new) <= set(s.population.names)  # ... and not truncated either
+    _round(s, X, y)
+    assert set(new) & set(s.history[-1].scores)  # one round later they compete
+
+
+def test_a_mixture_of_the_top_members_drives_the_acquisition() -> None:
+    X, y = _raw(16)
+    s = _surrogate(criterion="prequential", mixture_top_k=2, mixture_weights="equal")
+    _round(s, X[:12], y[:12])
+    model, _ = _round(s, X, y)
+    rec = s.history[-1]
+    ranked = sorted(rec.scores, key=rec.scores.get)
+    assert isinstance(model, KernelMixtureModel)
+    assert model.names == ranked[:2] and model.weights == [0.5, 0.5]
+    assert rec.mixture == {ranked[0]: 0.5, ranked[1]: 0.5} and rec.chosen == ranked[0]
+
+
+def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
+    s = _surrogate(criterion="prequential", tie_break="cost")
+    pop = s.population
+    losses = [0.9, 1.1, 1.0, 1.2, 0.8, 1.05]
+    noise = [0.3, -0.25, 0.2, -0.2, 0.1, -0.1]
+
+    def held(offset: float, jitter: float = 1.0) -> list[HeldOut]:
+        values = [v + offset + jitter * e for v, e in zip(losses, noise, strict=True)]
+        return [HeldOut(round=0, logpdf=[-v for v in values], crps=[0.0] * 6)]
+
+    pop.get("RBF").heldout = held(0.02)  # cost 1, worse by far less than one s.e.
+    pop.get("SL").heldout = held(0.0, jitter=0.0)  # cost 2, the best
+    eligible = {"RBF": pop.get("RBF").heldout_loss(), "SL": pop.get("SL").heldout_loss()}
+    fake = {k: (torch.nn.Linear(1, 1), None, 0.0) for k in eligible}
+    models = {k: (type("M", (), {"covar_module": v[0]})(), v[1], v[2]) for k, v in fake.items()}
+    assert s._cheapest_within_noise(pop, models, eligible, "SL") == "RBF"  # type: ignore[arg-type]
+    pop.get("RBF").heldout = held(0.5, jitter=0.05)  # now clearly worse
+    eligible["RBF"] = pop.get("RBF").heldout_loss()
+    assert s._cheapest_within_noise(pop, models, eligible, "SL") == "SL"  # type: ignore[arg-type]
+
+
+def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatch) -> None:  # noqa: ANN001
+    # population_size 2 and a parsimony tolerance: the cheapest near-tie ranks third; the
+    # round used to truncate to 2 first and then fail with KeyError on its choice.
+    X, y = _raw(12)
+    s = _surrogate(population_size=2, parsimony_tolerance=0.05)
+
+    class _Fake:
+        def __init__(self, k: int) -> None:
+            self.covar_module = torch.nn.Linear(k, 1, bias=False)
+
+    scores = {"RBF": 0.100, "Matern52": 0.101, "RQ": 0.102, "BOCK": 0.5, "SL": 0.6}
+    sizes = {"RBF": 50, "Matern52": 50, "RQ": 2, "BOCK": 50, "SL": 50}
+    models = {k: (_Fake(sizes[k]), type("C", (), {"name": k})(), v) for k, v in scores.items()}
+    monkeypatch.setattr(s, "_fit_all", lambda *a, **k: dict(models))
+    model, _ = _round(s, X, y)
+    assert s.history[-1].chosen == "RQ" and model is models["RQ"][0]
+    assert "RQ" in s.population and len(s.population) == 2
+    assert s.population.names == ["RBF", "RQ"]
+
+
+@pytest.mark.parametrize("kind", ["log", "crps"])
+def test_the_heldout_score_kind_decides_the_ranking_scale(kind: str) -> None:
+    X, y = _raw(16)
+    s = _surrogate(criterion="prequential", heldout_score=kind)
+    _round(s, X[:12], y[:12])
+    _round(s, X, y)
+    for member in s.population:
+        h = member.heldout[-1]
+        values = [-v for v in h.logpdf] if kind == "log" else h.crps
+        assert member.score == pytest.approx(sum(values) / len(values))
+        assert all(math.isfinite(v) for v in h.crps) and min(h.crps) >= 0
