@@ -27,7 +27,7 @@ def test_tables_match_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     # the numbers docs/llm.md quotes
     assert "kd, local LLM vs kd, offline: 2/0/3 (n=5" in out
-    assert "kd, local LLM vs cake, local LLM: 5/0/0 (n=5, p=0.062)" in out
+    assert "kd, local LLM vs cake, local LLM: 5/0/0 (n=5, sign-test p=0.062)" in out
     assert "131/200 (66%)" in out and "121/200 (60%)" in out
     assert "llm_local_overlap   accepted 32/40 (80%)" in out
     assert "without median 101 s" in out
