@@ -96,6 +96,11 @@ class CakeSurrogate(KernelDiscoverySurrogate):
         super().__init__(config=config, state=state, **kwargs)
 
     @property
+    def needs_llm(self) -> bool:
+        """CAKE always proposes with an LLM."""
+        return True
+
+    @property
     def proposer(self) -> Proposer:
         if self._proposer is None:
             self._proposer = CakeProposer(
