@@ -186,8 +186,10 @@ def surrogate_of(source: GenerationStrategy | Any) -> Any:
     """
     gs = source if isinstance(source, GenerationStrategy) else None
     if gs is None:
-        # Ax's Client has no public accessor of its strategy
-        gs = getattr(source, "_generation_strategy", None)
+        try:  # Ax's Client has no public accessor of its strategy; unset, it asserts
+            gs = source._generation_strategy
+        except (AttributeError, AssertionError):
+            gs = None
     if gs is None:
         raise ValueError(
             f"{type(source).__name__} has no generation strategy: pass a GenerationStrategy, "
