@@ -130,8 +130,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="MODEL",
         help="kd with the LLM proposer: a litellm model string (gpt-4o, anthropic/..., "
-        "openai/<alias> with llm_api_base in --kd-config) or 'local' (the bundled GGUF code "
-        "model); --kd-config fields win",
+        "openai/<alias> with llm_api_base in --kd-config) or 'local' (a GGUF code model run "
+        "in-process: the [local] extra, the model is downloaded on first use); --kd-config "
+        "fields win",
     )
     p.add_argument(
         "--data-dir",
