@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
@@ -286,8 +287,13 @@ def test_hostile_code_with_a_valid_checksum_fails_sandboxed_validation(tmp_path:
         load_kernels(path)
     with pytest.raises(KernelLibraryError, match="'sneaky'"):
         fixed_kernel_generation_strategy(f"{path}:sneaky")
-    with pytest.raises(ValueError, match="'sneaky'"):
-        KernelDiscoverySurrogate(KernelDiscoveryConfig(start_kernels=path)).population  # noqa: B018
+    # refused when the config is built, before any evaluation (not at the first BO round)
+    with pytest.raises(
+        ValidationError, match=r"start_kernels=.*hostile.json.*'sneaky': its kernel source failed"
+    ):
+        KernelDiscoveryConfig(start_kernels=path)
+    with pytest.raises(ValidationError, match="'sneaky'"):
+        KernelDiscoveryConfig(start_kernels=[f"{path}:sneaky"])
 
 
 def test_kernel_references(tmp_path: Path) -> None:

@@ -229,3 +229,19 @@ def test_waiting_says_what_the_client_waits_for(fake_openai) -> None:  # type: i
     thread.join()
     assert seen is not None and seen.startswith("openai/fake, discovery, ")
     assert client.waiting() is None
+
+
+def test_a_round_against_a_hung_server_costs_one_timeout(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    """Discovery and composition calls time out together, once; nothing is retried."""
+    from ax_kernel_discovery import start_candidates
+    from ax_kernel_discovery.population import Population
+    from ax_kernel_discovery.proposers.llm import LLMProposer
+
+    fake_openai.delay = 5.0
+    client = LLMClient("openai/fake", api_base=fake_openai.url, timeout=0.8, num_retries=2)
+    members = Population(start_candidates(), size=10).summaries()
+    start = time.perf_counter()
+    proposal = LLMProposer(client).propose(members, dim=10, num_proposals=4, round_index=0)
+    assert time.perf_counter() - start < 2 * 0.8  # before: 3 attempts of 0.8 s + backoff
+    assert proposal.candidates == []
+    assert all("no answer within llm_timeout=0.8 s" in r.reason for r in proposal.rejections)
