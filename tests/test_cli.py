@@ -300,3 +300,32 @@ def test_final_line_says_how_many_rounds_used_the_llm() -> None:
     assert note.startswith("; the LLM's proposals were used in 3 of 5 rounds")
     assert "failures" in note
     assert _llm_note({"llm_rounds": None}) == ""
+
+
+def test_a_finished_llm_run_needs_no_llm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The setup checks guard evaluations: a complete run is skipped without them."""
+    from ax_kernel_discovery.runner import make_run_config
+
+    _no_llm_setup(monkeypatch)
+    out = tmp_path / "results"
+    settings = {
+        "budget": 30,
+        "out": str(out),
+        "kd_config": {"proposer": "llm", "llm_model": "local"},
+    }
+    cfg = make_run_config(problem="rover60", method="kd", **settings)
+    out.mkdir()
+    cfg.result_path.write_text(
+        json.dumps(
+            {"status": "complete", "n_evaluations": 30, "best_value": 1.0, "direction": "minimize"}
+        )
+    )
+    argv = ["run", "--problem", "rover60", "--method", "kd", "--budget", "30", "--llm", "local"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    assert "already complete" in capsys.readouterr().out
+    sweep = ["sweep", "--problems", "rover60", "--methods", "kd", "--budget", "30"]
+    assert main([*sweep, "--llm", "local", "--out", str(out), "--no-progress"]) == 0
+    assert main([*sweep, "--seeds", "1", "--llm", "local", "--out", str(out)]) == 2
+    assert "needs xllamacpp" in capsys.readouterr().err  # seed 1 would run: checked first

@@ -13,6 +13,7 @@ __all__ = [
     "METRIC",
     "RunConfig",
     "UserInputError",
+    "check_before_evaluations",
     "check_run_config",
     "make_problem",
     "make_run_config",
@@ -189,7 +190,6 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             KernelDiscoveryConfig.model_validate(cfg.kd_config)
         except ValidationError as e:
             raise UserInputError(f"invalid kd_config: {_pydantic_messages(e)}") from None
-    _check_before_evaluations(cfg)
     if cfg.method == "saasbo":
         from botorch.models import fully_bayesian
 
@@ -211,8 +211,15 @@ def _pydantic_messages(error: Any) -> str:
     return "; ".join(parts)
 
 
-def _check_before_evaluations(cfg: RunConfig) -> None:
-    """What would otherwise fail after the Sobol evaluations: the device and the LLM."""
+def check_before_evaluations(cfg: RunConfig) -> None:
+    """What would otherwise fail after the Sobol evaluations: the device and the LLM.
+
+    Called before a run evaluates anything (not for a finished run, which needs neither).
+
+    Raises:
+        UserInputError: The device is not usable here, or the LLM proposer of ``kd`` /
+            ``cake`` cannot work (model string, key, server, xllamacpp, model file).
+    """
     from ax_kernel_discovery.config import (
         DeviceUnavailableError,
         KernelDiscoveryConfig,

@@ -17,6 +17,7 @@ from ax_kernel_discovery.runner.ax_client import _load_client, _new_client, _tri
 from ax_kernel_discovery.runner.config import (
     KD_METHODS,
     RunConfig,
+    check_before_evaluations,
     check_run_config,
     make_problem,
     make_run_config,
@@ -27,6 +28,7 @@ from ax_kernel_discovery.runner.results import (
     RESULT_VERSION,
     _atomic_write_json,
     best_so_far,
+    finished_result,
     load_result,
 )
 from ax_kernel_discovery.runner.rounds import _one_round
@@ -76,14 +78,12 @@ def run_experiment(
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.INFO if verbose else logging.WARNING)
 
+    finished = finished_result(cfg.result_path, cfg.budget)
+    if finished is not None:
+        finished["skipped"] = True
+        return finished
+    check_before_evaluations(cfg)
     previous = load_result(cfg.result_path)
-    if (
-        previous
-        and previous.get("status") == "complete"
-        and previous.get("n_evaluations", 0) >= cfg.budget
-    ):
-        previous["skipped"] = True
-        return previous
 
     prob = make_problem(cfg)
     started = time.perf_counter()
