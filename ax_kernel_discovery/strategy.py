@@ -184,8 +184,10 @@ def surrogate_of(source: GenerationStrategy | Any) -> Any:
         >>> surrogate = surrogate_of(client)  # doctest: +SKIP
         >>> surrogate.history[-1].chosen  # doctest: +SKIP
     """
-    gs = source if isinstance(source, GenerationStrategy) else None
-    if gs is None:
+    gs: GenerationStrategy | None
+    if isinstance(source, GenerationStrategy):
+        gs = source
+    else:
         try:  # Ax's Client has no public accessor of its strategy; unset, it asserts
             gs = source._generation_strategy
         except (AttributeError, AssertionError):
