@@ -5,6 +5,7 @@ Public API::
     from ax_kernel_discovery import (
         KernelDiscoveryConfig, KernelDiscoverySurrogate,
         kernel_discovery_generation_strategy, loo_crps,
+        surrogate_of, sobol_step, botorch_step,             # your own strategy
         export_kernels, save_kernels, load_kernels,          # kernel libraries
         fixed_kernel_generation_strategy, model_config_for,
     )
@@ -12,9 +13,18 @@ Public API::
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Importing Ax logs "[INFO] Ax SQL storage initialized" once SQLAlchemy is installed
+# (the [sql] extra); this package's import keeps that line (and only INFO lines logged
+# while Ax is first imported) quiet. Ax's later INFO logging is untouched.
+_disabled = logging.root.manager.disable
+if "ax" not in sys.modules:
+    logging.disable(max(_disabled, logging.INFO))
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection  # noqa: E402
 from ax_kernel_discovery.config import KernelDiscoveryConfig  # noqa: E402
@@ -30,10 +40,17 @@ from ax_kernel_discovery.library import (  # noqa: E402
 from ax_kernel_discovery.population import Population, start_candidates  # noqa: E402
 from ax_kernel_discovery.selection import lbo_crps, loo_crps  # noqa: E402
 from ax_kernel_discovery.storage import register_storage  # noqa: E402
-from ax_kernel_discovery.strategy import kernel_discovery_generation_strategy  # noqa: E402
+from ax_kernel_discovery.strategy import (  # noqa: E402
+    botorch_step,
+    kernel_discovery_generation_strategy,
+    sobol_step,
+    surrogate_of,
+)
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
 
 register_storage()
+logging.disable(_disabled)
+del _disabled
 
 __version__ = "0.1.0"
 
@@ -46,6 +63,7 @@ __all__ = [
     "Population",
     "Rejection",
     "RoundRecord",
+    "botorch_step",
     "export_kernels",
     "fixed_kernel_generation_strategy",
     "kernel_discovery_generation_strategy",
@@ -55,5 +73,7 @@ __all__ = [
     "model_config_for",
     "register_storage",
     "save_kernels",
+    "sobol_step",
     "start_candidates",
+    "surrogate_of",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ax_kernel_discovery.expression import leaves
+from ax_kernel_discovery.strategy import surrogate_of
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 
 
@@ -36,14 +37,9 @@ def find_surrogate(client: Any) -> KernelDiscoverySurrogate:
     Raises:
         ValueError: The client has no generation strategy, or none with such a surrogate.
     """
-    gs = getattr(client, "_generation_strategy", None)
-    if gs is None:
-        raise ValueError("the Ax client has no generation strategy")
-    for node in gs._nodes:
-        for spec in node.generator_specs:
-            surrogate = (spec.generator_kwargs or {}).get("surrogate")
-            if isinstance(surrogate, KernelDiscoverySurrogate):
-                return surrogate
+    surrogate = surrogate_of(client)
+    if isinstance(surrogate, KernelDiscoverySurrogate):
+        return surrogate
     raise ValueError(
         "the Ax client holds no KernelDiscoverySurrogate (was the run made with kernel discovery?)"
     )

@@ -57,7 +57,7 @@ from ax_kernel_discovery.compositional_search import (
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.strategy import botorch_step, sobol_step
+from ax_kernel_discovery.strategy import botorch_step, sobol_step, surrogate_of
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, model_config_for
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
@@ -346,16 +346,6 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
     """
     info = method_info(name)
     return info.builder(**copy.copy(options))
-
-
-def surrogate_of(gs: GenerationStrategy) -> Any:
-    """The ``Surrogate`` instance of a strategy's BO node (``None`` for Sobol-only)."""
-    for node in gs._nodes:
-        for spec in node.generator_specs:
-            surrogate = (spec.generator_kwargs or {}).get("surrogate")
-            if surrogate is not None:
-                return surrogate
-    return None
 
 
 __all__ = [

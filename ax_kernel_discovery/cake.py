@@ -12,7 +12,7 @@
 
 The LLM is reached through the same :class:`~ax_kernel_discovery.llm.client.LLMClient`
 as kernel discovery (``llm_model``: an API model, an OpenAI-compatible server, or
-``"local"`` for the bundled llama.cpp model). Without any model configured the
+``"local"`` for a GGUF model run in-process by llama.cpp, the [local] extra). Without any model configured the
 method refuses to start (:func:`check_cake_config`); with a model that cannot be
 reached, each round's proposal is a recorded rejection and the round only re-scores
 the population, so the run degrades to a BIC choice among the base kernels (and
@@ -54,7 +54,7 @@ def check_cake_config(config: KernelDiscoveryConfig) -> None:
     if not (config.llm_model or os.environ.get("AXKD_LLM_MODEL")):
         raise NoLLMError(
             "method 'cake' needs an LLM: pass --llm MODEL (a litellm model string, or 'local' "
-            "for the bundled llama.cpp model), or set llm_model in the config or $AXKD_LLM_MODEL"
+            "for a GGUF model run in-process by llama.cpp, the [local] extra), or set llm_model in the config or $AXKD_LLM_MODEL"
         )
 
 
@@ -94,6 +94,11 @@ class CakeSurrogate(KernelDiscoverySurrogate):
         self.max_rows = int(max_rows)
         self.max_dims = int(max_dims)
         super().__init__(config=config, state=state, **kwargs)
+
+    @property
+    def needs_llm(self) -> bool:
+        """CAKE always proposes with an LLM."""
+        return True
 
     @property
     def proposer(self) -> Proposer:

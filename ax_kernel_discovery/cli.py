@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -73,8 +74,15 @@ def _seeds(text: str) -> list[int]:
 def _json_object(text: str) -> dict[str, Any]:
     """A JSON object given inline or as the path of a JSON file."""
     source = text
-    if not text.lstrip().startswith("{") and Path(text).is_file():
-        source = Path(text).read_text()
+    inline = text.lstrip().startswith(("{", "[", '"')) or text.strip() in ("null", "true", "false")
+    if not inline:
+        path = Path(text)
+        if not path.is_file():
+            raise argparse.ArgumentTypeError(
+                f"no such file: {text!r} (give a JSON file that exists, or the fields inline, "
+                "e.g. '{\"population_size\": 8}')"
+            )
+        source = path.read_text()
     try:
         value = json.loads(source)
     except json.JSONDecodeError as e:
@@ -122,8 +130,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="MODEL",
         help="kd with the LLM proposer: a litellm model string (gpt-4o, anthropic/..., "
-        "openai/<alias> with llm_api_base in --kd-config) or 'local' (the bundled GGUF code "
-        "model); --kd-config fields win",
+        "openai/<alias> with llm_api_base in --kd-config) or 'local' (a GGUF code model run "
+        "in-process: the [local] extra, the model is downloaded on first use); --kd-config "
+        "fields win",
     )
     p.add_argument(
         "--data-dir",
@@ -231,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder of data files that replace the bundled ones (default: $AXKD_DATA_DIR)",
     )
+    for command in sub.choices.values():
+        command.add_argument(
+            "-v", "--verbose", action="store_true", help="show Ax's INFO log lines"
+        )
     return parser
 
 
@@ -275,7 +288,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except KernelLibraryError as e:
             raise UserInputError(str(e)) from None
     cfg = make_run_config(problem=args.problem, method=args.method, seed=args.seed, **settings)
-    result = run_experiment(cfg, progress=not args.no_progress)
+    result = run_experiment(cfg, progress=not args.no_progress, verbose=args.verbose)
     console = _console()
     if result.get("skipped"):
         console.print(
@@ -283,9 +296,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     console.print(
         f"{cfg.run_id}: best {result['best_value']} ({result['direction']}) after "
-        f"{result['n_evaluations']} evaluations -> {cfg.result_path}"
+        f"{result['n_evaluations']} evaluations{_llm_note(result)} -> {cfg.result_path}"
     )
     return 0
+
+
+def _llm_note(result: dict[str, Any]) -> str:
+    """``; the LLM's proposals were used in k of n rounds`` for a run with an LLM proposer."""
+    counts = result.get("llm_rounds")
+    if not counts:
+        return ""
+    note = f"; the LLM's proposals were used in {counts['used_llm']} of {counts['rounds']} rounds"
+    if counts["without_llm"]:
+        note += " (the other rounds' reasons are in the result's failures)"
+    return note
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -435,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except _UsageError as e:
-        err.print(f"error: {e}")
+        err.print(f"error: {e}", markup=False)
         return EXIT_USER_ERROR
     except SystemExit as e:  # --help
         return int(e.code or 0)
@@ -443,8 +467,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USER_ERROR
     import torch
+    from ax.utils.common.logger import set_ax_logger_levels
 
     torch.set_num_threads(1)
+    set_ax_logger_levels(logging.INFO if args.verbose else logging.WARNING)
+    from ax_kernel_discovery.config import DeviceUnavailableError
+    from ax_kernel_discovery.library import KernelLibraryError
+    from ax_kernel_discovery.llm.setup_check import LLMSetupError
     from ax_kernel_discovery.runner import UserInputError
 
     commands = {
@@ -458,11 +487,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return commands[args.command](args)
-    except UserInputError as e:
-        err.print(f"error: {e}")
+    except (
+        UserInputError,
+        KernelLibraryError,
+        LLMSetupError,
+        DeviceUnavailableError,
+    ) as e:
+        err.print(f"error: {e}", markup=False)
         return EXIT_USER_ERROR
     except (FileNotFoundError, NotADirectoryError) as e:
-        err.print(f"error: {e}")
+        err.print(f"error: {e}", markup=False)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         err.print("interrupted: rerun the same command to continue from the last checkpoint")

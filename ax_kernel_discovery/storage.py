@@ -36,9 +36,11 @@ from ax.storage.botorch_modular_registry import (
 from ax.storage.json_store.encoders import (
     generation_node_to_dict,
     generator_spec_to_dict,
+    pausing_criterion_to_dict,
     surrogate_to_dict,
 )
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
+from ax.storage.transform_registry import register_transform
 
 if TYPE_CHECKING:
     from ax.api.configs import StorageConfig
@@ -84,20 +86,26 @@ def register_surrogate_class(cls: type[KernelDiscoverySurrogate]) -> None:
 
 
 def register_storage() -> None:
-    """Register the surrogate, its kernel class and acquisition with Ax (idempotent)."""
+    """Register the surrogate, its kernel class, acquisition and the Sobol node's cap
+    (:class:`~ax_kernel_discovery.strategy.SobolHandOver`) with Ax (idempotent)."""
     global _DONE
     if _DONE:
         return
     from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
     from ax_kernel_discovery.gp import KernelDiscoveryGP
     from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+    from ax_kernel_discovery.strategy import SobolHandOver
     from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+    from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
     register_kernel(DiscoveredKernel)
+    register_transform(KeepNonFiniteOut)
     register_model(KernelDiscoveryGP)
     register_acquisition(KernelDiscoveryAcquisition)
     register_surrogate_class(KernelDiscoverySurrogate)
     CORE_ENCODER_REGISTRY[GenerationNode] = generation_node_with_state_to_dict
+    CORE_ENCODER_REGISTRY[SobolHandOver] = pausing_criterion_to_dict
+    CORE_DECODER_REGISTRY[SobolHandOver.__name__] = SobolHandOver
     _DONE = True
 
 

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ax.adapter.registry import Generators
+from ax.adapter.registry import Generators, MBM_X_trans, Y_trans
+from ax.core.experiment import Experiment
+from ax.core.trial_status import TrialStatus
 from ax.generation_strategy.generation_node import GenerationNode, GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
+from ax.generation_strategy.transition_criterion import (
+    MaxTrialsAwaitingData,
+    count_trials_toward_threshold,
+)
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.config import KernelDiscoveryConfig, check_device
+from ax_kernel_discovery.proposers.from_config import check_llm_config
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
-
+from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code).
 PAPER_ACQUISITION: dict[str, Any] = {
@@ -58,14 +66,54 @@ def optimizer_options(
     return out
 
 
+class SobolHandOver(MaxTrialsAwaitingData):
+    """Ax's cap of the Sobol node (``threshold`` trials, then wait for their data), lifted
+    once all of them have data.
+
+    Ax sizes a request (``Client.get_next_trials(max_trials=k)``) by the node it is on
+    *before* it moves to the next: under Ax's own cap the spent Sobol node allows no
+    more trials, and the request at the Sobol-to-BO hand-over returns one trial and a
+    warning. Once the Sobol trials all have data, the node is done and this cap says
+    "no limit", so the request is sized by the BO node and returns ``k`` trials.
+    While Sobol trials are still missing or pending it caps as Ax's does.
+    """
+
+    def num_till_threshold(self, experiment: Experiment, trials_from_node: set[int]) -> int:
+        observed = count_trials_toward_threshold(
+            experiment=experiment,
+            trials_from_node=trials_from_node,
+            only_in_statuses=[TrialStatus.COMPLETED, TrialStatus.EARLY_STOPPED],
+            use_all_trials_in_exp=self.use_all_trials_in_exp,
+            count_only_trials_with_data=True,
+        )
+        if observed >= self.threshold:
+            return -1
+        return super().num_till_threshold(experiment, trials_from_node)
+
+
 def sobol_step(num_sobol: int, seed: int) -> GenerationNode:
-    """The seeded Sobol design every method starts with (``num_sobol`` trials, all observed)."""
-    return GenerationStep(
+    """The seeded Sobol design every method starts with (``num_sobol`` trials, all observed).
+
+    The node caps its trials with :class:`SobolHandOver`, so that
+    ``Client.get_next_trials(max_trials=k)`` at the hand-over to BO returns ``k`` trials.
+
+    Args:
+        num_sobol: Sobol trials; all of them must have data before BO starts.
+        seed: Seed of the Sobol sequence.
+
+    Example:
+        >>> gs = GenerationStrategy(nodes=[sobol_step(20, seed=0), botorch_step(surrogate)])  # doctest: +SKIP
+    """
+    node = GenerationStep(
         generator=Generators.SOBOL,
         num_trials=num_sobol,
         min_trials_observed=num_sobol,
         generator_kwargs={"seed": seed},
+        enforce_num_trials=False,
     )
+    # GenerationStep takes no pausing criteria: the cap is set on the node it builds
+    node._pausing_criteria = [SobolHandOver(threshold=num_sobol)]
+    return node
 
 
 def botorch_step(
@@ -82,15 +130,46 @@ def botorch_step(
     """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines).
 
     Optimizer settings left ``None`` are Ax's own defaults (see :func:`optimizer_options`).
+    Objective values of inf or NaN are kept out of the model with a warning naming the
+    trial (:class:`~ax_kernel_discovery.transforms.KeepNonFiniteOut`).
+
+    Checked here, before any evaluation: that ``device`` is usable, and for a
+    kernel-discovery surrogate whose proposer is an LLM, that the LLM can work
+    (model string, key or server, ``xllamacpp`` and the model file of ``"local"``).
+
+    Args:
+        surrogate: The ``Surrogate`` instance (e.g. a
+            :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`).
+        botorch_acqf_class: Acquisition function (default ``qLogNoisyExpectedImprovement``).
+        acqf_options: Options of the acquisition function.
+        num_restarts: Acquisition optimizer restarts (``None``: Ax's, 20).
+        raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
+        sample_around_best: RAASP, sampling around the best points (``None``: Ax's, off).
+        maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
+        device: torch device of the BO step.
+        generator_name: Name of the node's generator (shown in trials' metadata).
+
+    Raises:
+        DeviceUnavailableError: ``device`` is CUDA on a machine or torch without it.
+        LLMSetupError: The surrogate's LLM proposer cannot work.
+
+    Example:
+        >>> step = botorch_step(KernelDiscoverySurrogate(), num_restarts=4, raw_samples=512)
+        >>> gs = GenerationStrategy(nodes=[sobol_step(20, seed=0), step])  # doctest: +SKIP
     """
     import torch
 
+    check_device(device)
+    if isinstance(surrogate, KernelDiscoverySurrogate) and surrogate.needs_llm:
+        check_llm_config(surrogate.config)
     optimizer_kwargs = optimizer_options(num_restarts, raw_samples, sample_around_best, maxiter)
     generator_kwargs: dict[str, Any] = {
         "surrogate": surrogate,
         "botorch_acqf_class": botorch_acqf_class,
         "acquisition_class": KernelDiscoveryAcquisition,
         "torch_device": torch.device(device),
+        # Ax's transforms of BOTORCH_MODULAR, after one that keeps inf values out
+        "transforms": [KeepNonFiniteOut, *MBM_X_trans, *Y_trans],
     }
     if acqf_options:
         generator_kwargs["botorch_acqf_options"] = acqf_options
@@ -107,8 +186,49 @@ def botorch_step(
     )
 
 
+def surrogate_of(source: GenerationStrategy | Any) -> Any:
+    """The ``Surrogate`` instance of the BO node of a strategy, or of an Ax ``Client``'s.
+
+    The public way to reach a :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`
+    (its ``population`` and ``history``) during or after a run.
+
+    Args:
+        source: A ``GenerationStrategy``, or an Ax ``Client`` after
+            ``set_generation_strategy`` (also one loaded from a file or a database).
+
+    Returns:
+        The surrogate instance, or ``None`` when no node holds one (e.g. Sobol only).
+
+    Raises:
+        ValueError: ``source`` has no generation strategy.
+
+    Example:
+        >>> surrogate = surrogate_of(client)  # doctest: +SKIP
+        >>> surrogate.history[-1].chosen  # doctest: +SKIP
+    """
+    gs: GenerationStrategy | None
+    if isinstance(source, GenerationStrategy):
+        gs = source
+    else:
+        try:  # Ax's Client has no public accessor of its strategy; unset, it asserts
+            gs = source._generation_strategy
+        except (AttributeError, AssertionError):
+            gs = None
+    if gs is None:
+        raise ValueError(
+            f"{type(source).__name__} has no generation strategy: pass a GenerationStrategy, "
+            "or call client.set_generation_strategy(...) first"
+        )
+    for node in gs._nodes:
+        for spec in node.generator_specs:
+            surrogate = (spec.generator_kwargs or {}).get("surrogate")
+            if surrogate is not None:
+                return surrogate
+    return None
+
+
 def kernel_discovery_generation_strategy(
-    config: KernelDiscoveryConfig | None = None,
+    config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
     num_sobol: int = 20,
     botorch_acqf_class: type[AcquisitionFunction] = qLogNoisyExpectedImprovement,
     num_restarts: int | None = None,
@@ -121,7 +241,8 @@ def kernel_discovery_generation_strategy(
     """Sobol initialization, then BO with the kernel-discovery surrogate.
 
     Args:
-        config: Kernel-discovery settings (defaults: offline operator, population 10).
+        config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
+            population 10).
         num_sobol: Number of Sobol trials before BO (paper: 20).
         botorch_acqf_class: qLogNoisyExpectedImprovement by default. Analytic
             ``LogExpectedImprovement`` works only when one trial is asked per round
@@ -142,11 +263,19 @@ def kernel_discovery_generation_strategy(
     Returns:
         A ``GenerationStrategy`` usable with ``Client.set_generation_strategy``.
 
+    Raises:
+        pydantic.ValidationError: A bad setting (with a "did you mean" for a misspelt one).
+        DeviceUnavailableError: ``config.device`` is CUDA where there is none.
+        LLMSetupError: ``proposer="llm"``/``"direct"`` and the LLM cannot work.
+
     Example:
         >>> gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(), num_sobol=20)
         >>> [n.name for n in gs._nodes]  # doctest: +SKIP
     """
-    config = config or KernelDiscoveryConfig()
+    if config is None:
+        config = KernelDiscoveryConfig()
+    elif not isinstance(config, KernelDiscoveryConfig):
+        config = KernelDiscoveryConfig.model_validate(dict(config))
     if num_sobol < 1:
         raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
     surrogate = surrogate or KernelDiscoverySurrogate(config)
@@ -168,8 +297,10 @@ def kernel_discovery_generation_strategy(
 
 __all__ = [
     "PAPER_ACQUISITION",
+    "SobolHandOver",
     "botorch_step",
     "kernel_discovery_generation_strategy",
     "optimizer_options",
     "sobol_step",
+    "surrogate_of",
 ]

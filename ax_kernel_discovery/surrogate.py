@@ -150,6 +150,11 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         return self._new_population()
 
     @property
+    def needs_llm(self) -> bool:
+        """Whether this surrogate's proposer calls an LLM (checked before a run starts)."""
+        return self.config.proposer in ("llm", "direct") and self.config.proposals_per_round > 0
+
+    @property
     def proposer(self) -> Proposer:
         if self._proposer is None:
             self._proposer = make_proposer(self.config)
@@ -202,7 +207,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             rec.timings["heldout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        proposal = self._propose(pop, dim, outcome)
+        proposal = self._propose(pop, dim, outcome, rec)
         rec.timings["propose"] = time.perf_counter() - t0
         rec.proposed = [c.name for c in proposal.candidates]
         rec.rejected.extend(proposal.rejections)
@@ -394,7 +399,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 rec.dropped.append(name)
                 self._warm.pop((outcome, name), None)
 
-    def _propose(self, pop: Population, dim: int, outcome: str) -> Proposal:
+    def _propose(self, pop: Population, dim: int, outcome: str, rec: RoundRecord) -> Proposal:
         n = self.config.proposals_per_round
         if n == 0 or self.config.proposer == "none":
             return Proposal()
@@ -413,19 +418,49 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             proposal = self._safe_propose(
                 pop.summaries(self.config.criterion), dim, n, self.round_index
             )
-        if (
-            not proposal.candidates
+        if not self.needs_llm:
+            return proposal
+        rec.llm_used = bool(proposal.candidates)
+        fallback = (
+            self.config.fallback_to_offline
             and self.config.proposer in ("llm", "direct")
-            and self.config.fallback_to_offline
-        ):
+            and not proposal.candidates
+        )
+        if not proposal.candidates:
+            rec.llm_failure = _llm_failure(proposal.rejections)
+            logger.warning(
+                "kernel discovery round %d: the LLM proposer (%s) gave no usable kernel: %s; %s",
+                self.round_index,
+                self.config.llm_model,
+                rec.llm_failure,
+                "the offline operator proposed this round's kernels instead"
+                if fallback
+                else "no new kernel this round (fallback_to_offline=False)",
+            )
+        if fallback:
             from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 
-            fallback = OfflineEvolutionProposer(seed=self.config.seed).propose(
+            offline = OfflineEvolutionProposer(seed=self.config.seed).propose(
                 pop.summaries(self.config.criterion), dim, n, self.round_index
             )
-            proposal.candidates.extend(fallback.candidates)
-            proposal.rejections.extend(fallback.rejections)
+            proposal.candidates.extend(offline.candidates)
+            proposal.rejections.extend(offline.rejections)
         return proposal
+
+    def llm_rounds(self) -> dict[str, int]:
+        """How many rounds of the history really used the LLM's proposals.
+
+        Returns:
+            ``{"rounds": ..., "used_llm": ..., "without_llm": ...}`` over the rounds with
+            an LLM proposer (all zero for the offline operator).
+        """
+        flags = [r.llm_used for r in self.history if r.llm_used is not None]
+        used = sum(flags)
+        return {"rounds": len(flags), "used_llm": used, "without_llm": len(flags) - used}
+
+    def llm_waiting(self) -> str | None:
+        """What the proposer's LLM is being waited for now (``None``: nothing), for progress bars."""
+        return self._proposer.waiting() if self._proposer is not None else None
 
     def _safe_propose(
         self, members: list[MemberSummary], dim: int, n: int, round_index: int
@@ -466,6 +501,20 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         state["_executor"] = None
         state["fitted_models"] = {}
         return state
+
+
+def _llm_failure(rejections: list[Rejection]) -> str:
+    """Why an LLM round gave nothing, in one line: the call's error, else the rejections."""
+    for rejection in rejections:
+        if rejection.stage == "proposal":
+            return rejection.reason[:300]
+    if rejections:
+        stages: dict[str, int] = {}
+        for rejection in rejections:
+            stages[rejection.stage] = stages.get(rejection.stage, 0) + 1
+        counts = ", ".join(f"{k} {v}" for k, v in stages.items())
+        return f"every proposal was rejected ({counts}; see the round's history)"
+    return "the reply held no kernel"
 
 
 __all__ = ["KernelDiscoverySurrogate", "RoundRecord", "model_config_for"]

@@ -19,6 +19,8 @@ from typing import Any
 from ax_kernel_discovery.runner import (
     RunConfig,
     UserInputError,
+    check_before_evaluations,
+    finished_result,
     make_problem,
     make_run_config,
     run_experiment,
@@ -126,6 +128,9 @@ def run_configs(
     """Run the given configs (finished ones are skipped) on an executor, as :func:`sweep`."""
     from ax_kernel_discovery.executors import make_executor
 
+    for cfg in cfgs:  # device and LLM of every run still to do, before any of them starts
+        if finished_result(cfg.result_path, cfg.budget) is None:
+            check_before_evaluations(cfg)
     ex = make_executor(executor, workers=workers, scheduler_address=scheduler_address)
     summaries: list[dict[str, Any]] = []
     bar = None

@@ -16,8 +16,11 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.utils.common.logger import set_ax_logger_levels
 
-from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
-from ax_kernel_discovery.baselines import surrogate_of
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    kernel_discovery_generation_strategy,
+    surrogate_of,
+)
 
 torch.set_num_threads(1)  # one thread: much faster GP fits on small shared machines
 set_ax_logger_levels(logging.WARNING)

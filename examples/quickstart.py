@@ -29,6 +29,7 @@ from ax_kernel_discovery import (
     KernelDiscoveryConfig,
     KernelDiscoverySurrogate,
     kernel_discovery_generation_strategy,
+    surrogate_of,
 )
 from ax_kernel_discovery.benchmarks import Hartmann6
 
@@ -58,9 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     config = KernelDiscoveryConfig(seed=args.seed)
     strategy = kernel_discovery_generation_strategy(config, num_sobol=args.sobol)
     client.set_generation_strategy(strategy)
-    surrogate: KernelDiscoverySurrogate = (
-        strategy._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
-    )
+    surrogate: KernelDiscoverySurrogate = surrogate_of(strategy)
 
     def evaluate(trials: dict) -> None:
         for index, params in trials.items():
@@ -68,11 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             client.complete_trial(index, raw_data={"hartmann6": float(problem.evaluate(x)[0])})
 
     def ask_bo(q: int) -> dict:
-        # Ax sizes a request by the node it is on *before* it moves on: at the Sobol -> BO
-        # hand-over the spent Sobol node allows no more trials, so get_next_trials(q) would
-        # return one trial and warn. Letting the strategy move on first (a public
-        # GenerationStrategy method) gets the whole batch from the BO node.
-        strategy.current_generator_run_limit()
+        # the Sobol node of the strategy lets the first BO request return all q trials
         trials = client.get_next_trials(max_trials=q)
         assert len(trials) == q, f"asked Ax for {q} trials, got {len(trials)}"
         return trials

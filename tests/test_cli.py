@@ -173,3 +173,159 @@ def test_bo_run_with_bundled_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert main([*argv, "--out", str(tmp_path), "--no-progress"]) == 0
     result = json.loads((tmp_path / "rover60__rbf__seed0.json").read_text())
     assert result["status"] == "complete" and result["n_evaluations"] == 24
+
+
+def _hostile_library(path: Path) -> Path:
+    """A library whose one kernel imports os: checksum fine, refused by the sandbox."""
+    from ax_kernel_discovery.library import LibraryKernel, save_kernels
+
+    code = (Path(__file__).parent / "kernel_corpus" / "valid_rbf.py").read_text()
+    evil = LibraryKernel(
+        name="evil", origin="discovery", formula="exp(-r^2)", code="import os\n" + code, dim=4
+    )
+    return save_kernels([evil], path)
+
+
+def _no_llm_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key in the environment, no xllamacpp, and a download that must not start."""
+    import importlib.util
+
+    from ax_kernel_discovery.llm import local_model
+
+    for key in ("OPENAI_API_KEY", "AXKD_LLM_MODEL", "AXKD_LLM_API_BASE", "AXKD_LOCAL_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "xllamacpp" else real_find_spec(name, *a),
+    )
+
+    def no_download(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the local model was downloaded before the setup check")
+
+    monkeypatch.setattr(local_model, "assemble_qwen_gguf", no_download)
+
+
+def test_setups_that_cannot_work_fail_before_the_first_evaluation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Device, LLM, --kernel and --kd-config problems: one error line, exit 2, nothing run."""
+    import socket
+
+    _no_llm_setup(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with socket.socket() as sock:  # a loopback port where nothing listens
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    evil = _hostile_library(tmp_path / "evil.json")
+    run = ["run", "--problem", "rover60", "--budget", "30", "--no-progress"]
+    cases = [
+        (["--method", "kd", "--device", "cuda"], "device 'cuda' was asked for but CUDA is not"),
+        (["--method", "rbf", "--device", "cuda:1"], "use --device cpu"),
+        (["--method", "kd", "--llm", "gpt-4o"], "needs OPENAI_API_KEY in the environment"),
+        (["--method", "kd", "--llm", "local"], "pip install 'ax-kernel-discovery[local]'"),
+        (
+            ["--method", "kd", "--llm", "openai/mymodel", "--kd-config"]
+            + [json.dumps({"llm_api_base": f"http://127.0.0.1:{closed}/v1"})],
+            f"no server answers at http://127.0.0.1:{closed}/v1",
+        ),
+        (["--method", "kd", "--llm", "nonsense-model"], "not a model string litellm knows"),
+        (["--method", "cake", "--llm", "gpt-4o"], "needs OPENAI_API_KEY"),
+        (["--method", "fixed", "--kernel", str(evil)], "kernel 'evil': its kernel source failed"),
+        (["--method", "kd", "--kd-config", "missing.json"], "no such file: 'missing.json'"),
+        (
+            ["--method", "kd", "--kd-config", '{"populaton_size": 5}'],
+            "unknown setting 'populaton_size' of KernelDiscoveryConfig: did you mean "
+            "'population_size'?",
+        ),
+    ]
+    for extra, message in cases:
+        out = tmp_path / "out"
+        assert main([*run, *extra, "--out", str(out)]) == EXIT_USER_ERROR, extra
+        captured = capsys.readouterr()
+        assert message in captured.err, (extra, captured.err)
+        assert captured.err.startswith("error: ") and "Traceback" not in captured.err
+        assert not out.exists() or not list(out.rglob("*.json")), extra  # nothing evaluated
+
+
+def test_bad_files_name_the_file_and_the_way_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated checkpoint, and `export` of a library or of a file that is not a run."""
+    out = tmp_path / "results"
+    checkpoint = out / "checkpoints" / "rover60__sobol__seed0.json"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_text('{"experiment": {"__type": "Experiment", "name": "rov')
+    argv = ["run", "--problem", "rover60", "--method", "sobol", "--budget", "22", "--out"]
+    assert main([*argv, str(out), "--no-progress"]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert f"checkpoint {checkpoint} cannot be read" in err
+    assert f"delete {checkpoint} to start the run over" in err and "Traceback" not in err
+
+    from ax_kernel_discovery.expression import leaf
+    from ax_kernel_discovery.library import LibraryKernel, save_kernels
+
+    library = save_kernels(
+        [LibraryKernel(name="rbf", origin="base", spec=leaf("rbf"))], tmp_path / "k.json"
+    )
+    assert main(["export", str(library), "--out", str(tmp_path / "again.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"{library} is a kernel library, not a run" in err
+    assert f"--kernel {library}:NAME" in err and "Traceback" not in err
+    other = tmp_path / "other.json"
+    other.write_text('{"some": "json"}')
+    assert main(["export", str(other)]) == EXIT_USER_ERROR
+    assert f"{other} is not a run; export reads a run" in capsys.readouterr().err
+
+
+def test_help_and_commands_print_no_ax_info_line(tmp_path: Path) -> None:
+    """Ax's '[INFO] ... SQL storage initialized' (printed at Ax's import) stays quiet."""
+    for argv in (["--help"], ["list"], ["run", "--help"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ax_kernel_discovery.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "[INFO" not in proc.stdout + proc.stderr, argv
+    assert "--verbose" in proc.stdout
+
+
+def test_final_line_says_how_many_rounds_used_the_llm() -> None:
+    from ax_kernel_discovery.cli import _llm_note
+
+    note = _llm_note({"llm_rounds": {"rounds": 5, "used_llm": 3, "without_llm": 2}})
+    assert note.startswith("; the LLM's proposals were used in 3 of 5 rounds")
+    assert "failures" in note
+    assert _llm_note({"llm_rounds": None}) == ""
+
+
+def test_a_finished_llm_run_needs_no_llm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The setup checks guard evaluations: a complete run is skipped without them."""
+    from ax_kernel_discovery.runner import make_run_config
+
+    _no_llm_setup(monkeypatch)
+    out = tmp_path / "results"
+    settings = {
+        "budget": 30,
+        "out": str(out),
+        "kd_config": {"proposer": "llm", "llm_model": "local"},
+    }
+    cfg = make_run_config(problem="rover60", method="kd", **settings)
+    out.mkdir()
+    cfg.result_path.write_text(
+        json.dumps(
+            {"status": "complete", "n_evaluations": 30, "best_value": 1.0, "direction": "minimize"}
+        )
+    )
+    argv = ["run", "--problem", "rover60", "--method", "kd", "--budget", "30", "--llm", "local"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    assert "already complete" in capsys.readouterr().out
+    sweep = ["sweep", "--problems", "rover60", "--methods", "kd", "--budget", "30"]
+    assert main([*sweep, "--llm", "local", "--out", str(out), "--no-progress"]) == 0
+    assert main([*sweep, "--seeds", "1", "--llm", "local", "--out", str(out)]) == 2
+    assert "needs xllamacpp" in capsys.readouterr().err  # seed 1 would run: checked first

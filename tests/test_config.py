@@ -22,7 +22,14 @@ from ax_kernel_discovery import KernelDiscoveryConfig
         ({"device": "gpu"}, r"device\n.*'auto', 'cpu', 'cuda' or 'cuda:N'"),
         ({"fit_timeout": 0}, r"fit_timeout\n.*greater than 0"),
         ({"proposer": "gpt"}, r"proposer\n.*'offline', 'llm', 'direct' or 'none'"),
-        ({"popsize": 3}, r"popsize\n.*Extra inputs are not permitted"),
+        ({"popsize": 3}, r"unknown setting 'popsize'.*did you mean .*'population_size'"),
+        (
+            {"populaton_size": 5},
+            r"unknown setting 'populaton_size'.*did you mean 'population_size'",
+        ),
+        ({"llm_max_tokens": 8}, r"llm_max_tokens\n.*greater than or equal to 16"),
+        ({"proposer": "llm", "llm_model": None}, r"proposer='llm' needs llm_model"),
+        ({"proposer": "direct", "llm_model": ""}, r"proposer='direct' needs llm_model"),
     ],
 )
 def test_bad_values_fail_at_construction(kwargs: dict, message: str) -> None:
@@ -55,5 +62,5 @@ def test_round_trips_through_json() -> None:
 
 def test_replay_without_cache_is_refused() -> None:
     with pytest.raises(ValidationError, match="llm_mode='replay' needs llm_cache_dir"):
-        KernelDiscoveryConfig(proposer="llm", llm_mode="replay")
+        KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o", llm_mode="replay")
     assert KernelDiscoveryConfig(llm_mode="replay", llm_cache_dir="/tmp/x").llm_mode == "replay"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
@@ -181,7 +183,6 @@ def test_library_kernels_have_the_patience_of_start_kernels() -> None:
 def test_round_trip_with_a_code_kernel(tmp_path: Path) -> None:
     spec_kernel = LibraryKernel(
         name="rbf_tanh",
-        formula="s * RBF(tanh(x))",
         origin="offline",
         spec=leaf("rbf", warp="tanh"),
         score=0.12,
@@ -218,16 +219,30 @@ def _write(path: Path, kernels: list[dict[str, Any]], **top: Any) -> Path:
 
 
 def _entry(**fields: Any) -> dict[str, Any]:
-    kernel = LibraryKernel(
-        **{"name": "k", "formula": "f", "origin": "offline", "spec": leaf("rbf"), **fields}
-    )
+    kernel = LibraryKernel(**{"name": "k", "origin": "offline", "spec": leaf("rbf"), **fields})
     return kernel.entry()
+
+
+def test_an_edited_formula_with_a_recomputed_checksum_is_refused(tmp_path: Path) -> None:
+    """The formula of an expression tree is derived from the tree: an edit is caught."""
+    kernel = LibraryKernel(name="k", origin="offline", spec=leaf("rbf", warp="tanh"))
+    assert kernel.formula.startswith("k(x, x') = s * RBF[u = tanh(")  # derived
+    entry = kernel.entry()
+    entry["formula"] = "k(x, x') = s * MATERN52[u = x]"  # edited ...
+    entry["sha256"] = hashlib.sha256(  # ... and the checksum recomputed
+        json.dumps({k: v for k, v in entry.items() if k != "sha256"}, sort_keys=True).encode()
+    ).hexdigest()
+    with pytest.raises(KernelLibraryError, match=r"formula does not match its expression tree"):
+        load_kernels(_write(tmp_path / "f.json", [entry]), validate=False)
+    noted = {**kernel.entry(), "formula": kernel.formula + "   [idea: squash the inputs]"}
+    noted.pop("sha256")
+    assert LibraryKernel.model_validate(noted).formula.endswith("[idea: squash the inputs]")
 
 
 def test_a_tampered_or_malformed_file_names_the_entry(tmp_path: Path) -> None:
     good = _entry(name="good")
     edited = _entry(name="edited")
-    edited["spec"] = leaf("matern52")  # changed after export
+    edited["score"] = -1.0  # changed after export
     path = _write(tmp_path / "a.json", [good, edited])
     with pytest.raises(KernelLibraryError, match=r"entry 1 \('edited'\) does not match its sha256"):
         load_kernels(path)
@@ -237,8 +252,8 @@ def test_a_tampered_or_malformed_file_names_the_entry(tmp_path: Path) -> None:
         load_kernels(_write(tmp_path / "b.json", [unsigned]))
 
     missing = _entry(name="half")
-    del missing["formula"]
-    with pytest.raises(KernelLibraryError, match=r"entry 0 \('half'\) is malformed: formula"):
+    del missing["origin"]
+    with pytest.raises(KernelLibraryError, match=r"entry 0 \('half'\) is malformed: origin"):
         load_kernels(_write(tmp_path / "c.json", [missing]))
 
     bad_tree = {"name": "tree", "formula": "f", "origin": "offline", "spec": {"kernel": "evil"}}
@@ -272,8 +287,13 @@ def test_hostile_code_with_a_valid_checksum_fails_sandboxed_validation(tmp_path:
         load_kernels(path)
     with pytest.raises(KernelLibraryError, match="'sneaky'"):
         fixed_kernel_generation_strategy(f"{path}:sneaky")
-    with pytest.raises(ValueError, match="'sneaky'"):
-        KernelDiscoverySurrogate(KernelDiscoveryConfig(start_kernels=path)).population  # noqa: B018
+    # refused when the config is built, before any evaluation (not at the first BO round)
+    with pytest.raises(
+        ValidationError, match=r"start_kernels=.*hostile.json.*'sneaky': its kernel source failed"
+    ):
+        KernelDiscoveryConfig(start_kernels=path)
+    with pytest.raises(ValidationError, match="'sneaky'"):
+        KernelDiscoveryConfig(start_kernels=[f"{path}:sneaky"])
 
 
 def test_kernel_references(tmp_path: Path) -> None:
@@ -293,7 +313,7 @@ def test_kernel_references(tmp_path: Path) -> None:
 
 
 def _library_kernel(name: str) -> LibraryKernel:
-    return LibraryKernel(name=name, formula="f", origin="offline", spec=leaf("rbf"))
+    return LibraryKernel(name=name, origin="offline", spec=leaf("rbf"))
 
 
 def test_cli_export_and_run_fixed(

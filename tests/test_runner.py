@@ -158,7 +158,18 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="other settings"):
         run_experiment("rover60", "kd", budget=30, **{**settings, "batch": 4})
 
-    done = run_experiment("rover60", "kd", budget=30, **settings)
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    screen = io.StringIO()
+    bar = Progress(console=Console(file=screen, width=200))
+    done = run_experiment("rover60", "kd", budget=30, progress=bar, **settings)
+    assert (
+        f"rover60__kd__seed0: resuming at 25/30 evaluations (checkpoint {cfg.checkpoint_path})"
+        in (screen.getvalue().replace("\n", ""))
+    )
     assert done["status"] == "complete" and done["n_evaluations"] == 30
     assert done["values"][:25] == partial["values"]  # nothing re-evaluated
     assert [(s["n_start"], s["n_end"], s["resumed"]) for s in done["sessions"]] == [
@@ -240,3 +251,34 @@ def test_saasbo_needs_jax_or_runs_short(tmp_path: Path) -> None:
     else:
         with pytest.raises(UserInputError, match=r"botorch\[fully_bayesian\]"):
             make_run_config(problem="rover60", method="saasbo", budget=30, out=str(tmp_path))
+
+
+def test_progress_bar_shows_eta_resume_and_llm_wait() -> None:
+    from rich.progress import Progress, TimeRemainingColumn
+
+    from ax_kernel_discovery.runner.experiment import WaitingColumn, _round_bar
+
+    class Waiting:
+        def llm_waiting(self) -> str | None:
+            return "gpt-4o, discovery, 42 s"
+
+    cfg = make_run_config(problem="rover60", method="kd", budget=40)
+    bar, task, own = _round_bar(True, cfg, 28, Waiting())
+    try:
+        assert own and isinstance(bar, Progress)
+        assert any(isinstance(c, TimeRemainingColumn) for c in bar.columns)
+        the_task = bar.tasks[0]
+        assert the_task.completed == 28 and "resuming at 28/40" in the_task.description
+        waiting = next(c for c in bar.columns if isinstance(c, WaitingColumn))
+        assert waiting.render(the_task).plain == "waiting for the LLM (gpt-4o, discovery, 42 s)"
+        assert WaitingColumn(None).render(the_task).plain == ""
+    finally:
+        bar.stop()
+
+
+def test_llm_rounds_counts_the_rounds_that_used_the_llm() -> None:
+    from ax_kernel_discovery.runner.experiment import llm_rounds
+
+    rounds = [{"kind": "init"}, {"llm_used": True}, {"llm_used": False}, {"llm_used": True}]
+    assert llm_rounds(rounds) == {"rounds": 3, "used_llm": 2, "without_llm": 1}
+    assert llm_rounds([{"kind": "bo"}]) is None  # offline operator: nothing to count

@@ -1,12 +1,120 @@
-"""Strategy builders: Sobol, then kernel discovery, with Ax's own acquisition settings."""
+"""Strategy builders: Ax's own acquisition settings, checks before any evaluation, the
+Sobol-to-BO hand-over, inf values."""
 
 from __future__ import annotations
 
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from ax.api import Client
+from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.optimizer_argparse import optimizer_argparse
 from ax.generators.torch.botorch_modular.optimizer_defaults import NUM_RESTARTS, RAW_SAMPLES
 
-from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
-from ax_kernel_discovery.strategy import PAPER_ACQUISITION, optimizer_options
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    KernelDiscoverySurrogate,
+    botorch_step,
+    kernel_discovery_generation_strategy,
+    surrogate_of,
+)
+from ax_kernel_discovery.config import DeviceUnavailableError
+from ax_kernel_discovery.llm.setup_check import LLMSetupError
+from ax_kernel_discovery.strategy import PAPER_ACQUISITION, SobolHandOver, optimizer_options
+from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
+
+torch.set_num_threads(1)
+
+DIM = 3
+TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+
+
+def _client(num_sobol: int) -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
+    )
+    client.configure_optimization("-f")
+    config = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 5}
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(config, num_sobol=num_sobol, **TINY)  # a dict
+    )
+    return client
+
+
+def _f(params: dict[str, float]) -> float:
+    return sum((v - 0.3) ** 2 for v in params.values())
+
+
+def test_the_hand_over_to_bo_returns_the_whole_request(tmp_path: Path) -> None:
+    """get_next_trials(4) right after the Sobol design returns 4 BO trials, no warning."""
+    client = _client(num_sobol=4)
+    sobol = client.get_next_trials(max_trials=4)
+    for index, params in sobol.items():
+        client.complete_trial(index, raw_data={"f": _f(params)})
+    bo = client.get_next_trials(max_trials=4)  # Ax's own cap returned 1 here
+    assert len(bo) == 4
+    surrogate = surrogate_of(client)
+    assert isinstance(surrogate, KernelDiscoverySurrogate) and surrogate.history
+    nodes = {client._experiment.trials[i].generator_runs[0]._generation_node_name for i in bo}
+    assert len(nodes) == 1 and "Sobol" not in next(iter(nodes))
+    # while Sobol trials are pending the node caps as Ax's does: no extra Sobol points
+    pending = _client(num_sobol=4)
+    assert len(pending.get_next_trials(max_trials=3)) == 3
+    assert len(pending.get_next_trials(max_trials=3)) == 1
+    # the cap survives Ax's JSON storage
+    client.save_to_json_file(str(tmp_path / "run.json"))
+    loaded = Client.load_from_json_file(str(tmp_path / "run.json"))
+    criteria = loaded._generation_strategy._nodes[0].pausing_criteria
+    assert [type(c) for c in criteria] == [SobolHandOver]
+
+
+def test_inf_and_nan_are_kept_out_with_a_warning_naming_the_trial() -> None:
+    client = _client(num_sobol=4)
+    for index, params in client.get_next_trials(max_trials=4).items():
+        value = {1: math.inf, 2: math.nan}.get(index, _f(params))
+        client.complete_trial(index, raw_data={"f": value})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trials = client.get_next_trials(max_trials=2)  # Ax alone: DataRequiredError
+    assert len(trials) == 2
+    messages = {str(w.message) for w in caught if w.category is NonFiniteObjectiveWarning}
+    assert any(m.startswith("trial 1: 'f' is inf; kept out of the model") for m in messages)
+    assert any(m.startswith("trial 2: 'f' is NaN; kept out of the model") for m in messages)
+    assert surrogate_of(client).history[-1].n == 2  # the two finite observations
+
+
+def test_builders_check_the_device_and_the_llm_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(DeviceUnavailableError, match="device 'cuda' was asked for"):
+        kernel_discovery_generation_strategy(KernelDiscoveryConfig(device="cuda"))
+    with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
+        botorch_step(KernelDiscoverySurrogate(), device="cuda:0")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o")
+    with pytest.raises(LLMSetupError, match="needs OPENAI_API_KEY"):
+        kernel_discovery_generation_strategy(llm)
+    with pytest.raises(LLMSetupError, match="needs OPENAI_API_KEY"):
+        botorch_step(KernelDiscoverySurrogate(llm))
+    with pytest.raises(ValueError, match="did you mean 'population_size'"):
+        kernel_discovery_generation_strategy({"populaton_size": 5})
+
+
+def test_surrogate_of_a_client_and_a_strategy() -> None:
+    gs = kernel_discovery_generation_strategy({"population_size": 5})
+    surrogate = surrogate_of(gs)
+    assert isinstance(surrogate, KernelDiscoverySurrogate)
+    assert surrogate.config.population_size == 5
+    client = _client(num_sobol=2)
+    assert isinstance(surrogate_of(client), KernelDiscoverySurrogate)
+    with pytest.raises(ValueError, match="set_generation_strategy"):
+        surrogate_of(Client())
 
 
 def _gen_kwargs(gs) -> dict:  # noqa: ANN001

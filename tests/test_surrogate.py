@@ -189,12 +189,15 @@ class _Recording(Proposer):
         return self.inner.propose(members, dim, num_proposals, round_index)
 
 
-def test_overlap_asks_for_next_rounds_proposals_during_acquisition() -> None:
+def test_overlap_asks_for_next_rounds_proposals_during_acquisition(tmp_path: Path) -> None:
     config = KernelDiscoveryConfig(
         population_size=5,
         proposals_per_round=2,
         fit_maxiter=40,
         proposer="llm",
+        llm_model="gpt-4o",  # replaced by the recorder; replay needs no key
+        llm_mode="replay",
+        llm_cache_dir=str(tmp_path),
         overlap_proposals=True,
     )
     client = make_client(config)

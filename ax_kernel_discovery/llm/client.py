@@ -3,8 +3,10 @@
 Every LLM call of the package goes through :class:`LLMClient`. It adds to
 ``litellm.completion``:
 
-* retries with exponential backoff on transient errors (rate limits, timeouts,
-  connection and server errors), then :class:`LLMError`;
+* retries with exponential backoff on transient errors (rate limits, connection and
+  server errors), then :class:`LLMError`; an authentication error (no or a wrong key)
+  and a timeout are not retried: a retry would fail the same way, or cost the same
+  timeout again;
 * a per-run ledger (:attr:`LLMClient.ledger`) with tokens, latency and cost per call;
 * an on-disk response cache (one JSON file per call, keyed by the sha256 of model,
   messages, parameters and seed) with three modes: ``live`` (read through the cache
@@ -52,6 +54,21 @@ _RETRYABLE_NAMES = (
 )
 
 
+#: Words of provider errors that mean "no or a wrong key" whatever class litellm maps them
+#: to (litellm 1.106 raises a missing OpenAI key as an ``InternalServerError``).
+_AUTH_WORDS = (
+    "missing credentials",
+    "api_key client option must be set",
+    "invalid api key",
+    "incorrect api key",
+    "invalid x-api-key",
+    "authentication",
+    "unauthorized",
+)
+
+ErrorKind = Literal["auth", "timeout", "connection", "other"]
+
+
 class LLMError(RuntimeError):
     """An LLM call failed for good (after retries), or replay found no cached answer.
 
@@ -59,6 +76,7 @@ class LLMError(RuntimeError):
         stage: Stage label of the call.
         attempts: How many times the call was sent.
         cause: The last underlying exception, if any.
+        kind: ``auth`` (no or a wrong key), ``timeout``, ``connection`` or ``other``.
     """
 
     def __init__(
@@ -68,11 +86,13 @@ class LLMError(RuntimeError):
         stage: str = "",
         attempts: int = 0,
         cause: BaseException | None = None,
+        kind: ErrorKind = "other",
     ) -> None:
         super().__init__(message)
         self.stage = stage
         self.attempts = attempts
         self.cause = cause
+        self.kind: ErrorKind = kind
 
 
 @dataclass
@@ -84,7 +104,8 @@ class LLMRequest:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def _import_litellm() -> Any:
+def import_litellm() -> Any:
+    """litellm, imported without its price-map download and with its banners off."""
     # litellm downloads its price map at import unless told not to.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
@@ -163,6 +184,8 @@ class LLMClient:
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}
         self._owned_server: Any = None  # a LocalLLMServer this client stops on close()
+        #: Calls waiting for an answer: id -> (stage, start time); see :meth:`waiting`.
+        self._in_flight: dict[int, tuple[str, float]] = {}
 
     # ------------------------------------------------------------------ calls
     def complete(self, messages: Sequence[Message], stage: str, **params: Any) -> str:
@@ -270,7 +293,7 @@ class LLMClient:
         seed: int | None,
         key: str,
     ) -> tuple[str, LedgerRecord, dict[str, int]]:
-        litellm = _import_litellm()
+        litellm = import_litellm()
         kwargs: dict[str, Any] = dict(call)
         kwargs.setdefault("timeout", self.timeout)
         if seed is not None:
@@ -293,13 +316,17 @@ class LLMClient:
         last_exc: BaseException | None = None
         while True:
             attempts += 1
+            token = object()
+            with self._lock:
+                self._in_flight[id(token)] = (stage, time.perf_counter())
             try:
                 response = litellm.completion(
                     model=self.model, messages=[dict(m) for m in messages], **kwargs
                 )
             except Exception as exc:  # noqa: BLE001 - classified below
                 last_exc = exc
-                retryable = self._is_retryable(exc, litellm)
+                kind = error_kind(exc, litellm)
+                retryable = kind not in ("auth", "timeout") and self._is_retryable(exc, litellm)
                 if retryable and attempts <= self.num_retries:
                     time.sleep(self._backoff(attempts))
                     continue
@@ -314,13 +341,22 @@ class LLMClient:
                 )
                 self._record(record)
                 why = "gave up after" if retryable else "non-retryable error after"
+                hint = {
+                    "auth": " (no or a wrong API key: litellm reads it from the environment, "
+                    "e.g. OPENAI_API_KEY)",
+                    "timeout": f" (no answer within llm_timeout={self.timeout:g} s)",
+                }.get(kind, "")
                 raise LLMError(
                     f"LLM call ({stage}, {self.model}) {why} {attempts} attempt(s): "
-                    f"{type(exc).__name__}: {_short(exc)}",
+                    f"{type(exc).__name__}: {_short(exc)}{hint}",
                     stage=stage,
                     attempts=attempts,
                     cause=last_exc,
+                    kind=kind,
                 ) from exc
+            finally:
+                with self._lock:
+                    self._in_flight.pop(id(token), None)
             break
 
         latency = time.perf_counter() - started
@@ -346,6 +382,19 @@ class LLMClient:
             if isinstance(cls, type) and isinstance(exc, cls):
                 return True
         return isinstance(exc, (TimeoutError, ConnectionError))
+
+    def waiting(self) -> str | None:
+        """What the client waits for now, e.g. ``"gpt-4o, discovery, 12 s"`` (None: idle).
+
+        Read by progress bars while a round blocks on the LLM.
+        """
+        with self._lock:
+            calls = list(self._in_flight.values())
+        if not calls:
+            return None
+        stage, since = min(calls, key=lambda c: c[1])
+        more = f" (+{len(calls) - 1} more)" if len(calls) > 1 else ""
+        return f"{self.model}, {stage}{more}, {time.perf_counter() - since:.0f} s"
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
@@ -420,6 +469,39 @@ def make_client(model: str | None = None, **kwargs: Any) -> LLMClient:
         server = LocalLLMServer(local.pop("model_path", None), **local)
         return server.client(**kwargs)
     return LLMClient(model, **kwargs)
+
+
+def error_kind(exc: BaseException, litellm: Any = None) -> ErrorKind:
+    """How a provider error should be treated: ``auth``, ``timeout``, ``connection``, ``other``.
+
+    Authentication is recognised by litellm's class, the HTTP status (401, 403) or the
+    provider's words: litellm 1.106 maps a missing OpenAI key to an
+    ``InternalServerError`` ("Missing credentials").
+    """
+    litellm = litellm or import_litellm()
+    auth_classes = tuple(
+        c
+        for c in (
+            getattr(litellm, n, None) for n in ("AuthenticationError", "PermissionDeniedError")
+        )
+        if isinstance(c, type)
+    )
+    text = str(exc).lower()
+    if (
+        isinstance(exc, auth_classes)
+        or getattr(exc, "status_code", None) in (401, 403)
+        or any(word in text for word in _AUTH_WORDS)
+    ):
+        return "auth"
+    timeout = getattr(litellm, "Timeout", None)
+    if isinstance(exc, TimeoutError) or (isinstance(timeout, type) and isinstance(exc, timeout)):
+        return "timeout"
+    connection = getattr(litellm, "APIConnectionError", None)
+    if isinstance(exc, ConnectionError) or (
+        isinstance(connection, type) and isinstance(exc, connection)
+    ):
+        return "connection"
+    return "other"
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

@@ -204,9 +204,9 @@ def decoding_for(model: str | None, api_base: str | None = None) -> Decoding:
     if model.startswith(("openai/", "hosted_vllm/", "lm_studio/")) and api_base:
         return "schema"  # llama.cpp, vLLM, LM Studio: json_schema response_format
     try:
-        from ax_kernel_discovery.llm.client import _import_litellm
+        from ax_kernel_discovery.llm.client import import_litellm
 
-        litellm = _import_litellm()
+        litellm = import_litellm()
         return "schema" if litellm.supports_response_schema(model=model) else "none"
     except Exception:  # noqa: BLE001 - unknown model: be conservative
         return "none"

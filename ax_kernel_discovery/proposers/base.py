@@ -99,6 +99,14 @@ class Proposer(abc.ABC):
         """Restore what :meth:`state_dict` returned (after a reload)."""
         return None
 
+    def waiting(self) -> str | None:
+        """What the proposer waits for right now (an LLM call), or ``None``.
+
+        Read from another thread by progress bars while a round runs; the default
+        never waits.
+        """
+        return None
+
     @abc.abstractmethod
     def propose(
         self,

@@ -8,9 +8,9 @@ Proposers are imported lazily: this module sits below them.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
+from ax_kernel_discovery.llm.setup_check import check_llm_setup
 from ax_kernel_discovery.proposers.base import Proposer
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_STRUCTURED_TEMPERATURE",
     "LOCAL_TIMEOUT_S",
+    "check_llm_config",
     "llm_client_kwargs",
     "proposer_from_config",
 ]
@@ -36,37 +37,47 @@ LOCAL_STRUCTURED_TEMPERATURE = 1.0
 def llm_client_kwargs(config: KernelDiscoveryConfig) -> dict[str, Any]:
     """:class:`~ax_kernel_discovery.llm.client.LLMClient` arguments from a config's ``llm_*`` fields.
 
-    ``llm_model="local"`` also gets ``download`` and, unless ``llm_timeout`` was set,
-    :data:`LOCAL_TIMEOUT_S` (a CPU model answers in minutes, not seconds). Fields
-    missing from older configs take the client's defaults.
+    ``llm_model="local"`` also gets the local server's settings (``model_path``,
+    ``n_threads``, ``download``) and, unless ``llm_timeout`` was set,
+    :data:`LOCAL_TIMEOUT_S` (a CPU model answers in minutes, not seconds).
     """
-
-    def get(name: str, default: Any) -> Any:
-        return getattr(config, name, default)
-
     kwargs: dict[str, Any] = {
-        "api_base": get("llm_api_base", None),
-        "temperature": get("llm_temperature", 0.7),
-        "timeout": get("llm_timeout", 120.0),
-        "num_retries": get("llm_retries", 2),
-        "cache_dir": get("llm_cache_dir", None),
-        "mode": get("llm_mode", "live"),
+        "api_base": config.llm_api_base,
+        "temperature": config.llm_temperature,
+        "max_tokens": config.llm_max_tokens,
+        "timeout": config.llm_timeout,
+        "num_retries": config.llm_retries,
+        "cache_dir": config.llm_cache_dir,
+        "mode": config.llm_mode,
     }
-    for opt in ("max_tokens", "model_path", "n_threads"):
-        value = get(f"llm_{opt}", None)
-        if value is not None:
-            kwargs[opt] = value
-    if config_model(config) == "local":
-        kwargs["download"] = get("llm_local_download", True)
-        if "llm_timeout" not in getattr(config, "model_fields_set", set()):
+    if config.llm_model == "local":
+        kwargs.update(
+            model_path=config.llm_model_path,
+            n_threads=config.llm_n_threads,
+            download=config.llm_local_download,
+        )
+        if "llm_timeout" not in config.model_fields_set:
             # a retry after a timeout only queues the same work again
             kwargs["timeout"] = LOCAL_TIMEOUT_S
     return kwargs
 
 
-def config_model(config: KernelDiscoveryConfig) -> str | None:
-    """The model a config names: ``llm_model``, else ``$AXKD_LLM_MODEL``."""
-    return getattr(config, "llm_model", None) or os.environ.get("AXKD_LLM_MODEL")
+def check_llm_config(config: KernelDiscoveryConfig) -> None:
+    """Check, before any evaluation, that the config's LLM can work (see
+    :func:`~ax_kernel_discovery.llm.setup_check.check_llm_setup`).
+
+    Raises:
+        LLMSetupError: The model string, key, server, ``xllamacpp`` or model file is
+            missing; the message says how to provide it.
+    """
+    check_llm_setup(
+        config.llm_model,
+        config.llm_api_base,
+        mode=config.llm_mode,
+        cache_dir=config.llm_cache_dir,
+        model_path=config.llm_model_path,
+        download=config.llm_local_download,
+    )
 
 
 def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
@@ -77,55 +88,44 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
     :class:`~ax_kernel_discovery.proposers.expression_llm.ExpressionLLMProposer`;
     with ``"code"``, ``config.proposer == "direct"`` gives a
     :class:`~ax_kernel_discovery.proposers.direct.DirectCodeProposer` and anything else
-    the two-stage :class:`~ax_kernel_discovery.proposers.llm.LLMProposer`. Fields
-    missing from older configs take the defaults of the proposers.
+    the two-stage :class:`~ax_kernel_discovery.proposers.llm.LLMProposer`.
     """
-
-    def get(name: str, default: Any) -> Any:
-        return getattr(config, name, default)
-
-    model = config_model(config)
+    model = config.llm_model
     common: dict[str, Any] = {
-        "hdbo_guidance": get("hdbo_guidance", True),
-        "psd_guidance": get("psd_guidance", True),
-        "simplicity_guidance": get("simplicity_guidance", True),
-        "discovery_example": get("discovery_example", False),
-        "repair": get("repair", False),
-        "validation_options": {"fit_timeout": get("fit_timeout", 60.0)},
-        "seed": get("seed", 0),
-        "max_workers": get("llm_max_workers", 4),
+        "hdbo_guidance": config.hdbo_guidance,
+        "psd_guidance": config.psd_guidance,
+        "simplicity_guidance": config.simplicity_guidance,
+        "discovery_example": config.discovery_example,
+        "repair": config.repair,
+        "validation_options": {"fit_timeout": config.fit_timeout},
+        "seed": config.seed,
+        "max_workers": config.llm_max_workers,
         "client_kwargs": llm_client_kwargs(config),
-        "feedback_rounds": get("feedback_rounds", 3),
+        "feedback_rounds": config.feedback_rounds,
     }
-    proposal_format = get("proposal_format", "auto")
-    if proposal_format == "auto":
-        proposal_format = "expression" if model == "local" else "code"
-    if proposal_format == "expression":
+    if config.resolved_proposal_format() == "expression":
         from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
 
         common.pop("repair")  # trees are valid by construction: nothing to repair
-        explicit: set[str] = getattr(config, "model_fields_set", set())
-        if model == "local" and "llm_temperature" not in explicit:
+        if model == "local" and "llm_temperature" not in config.model_fields_set:
             common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
-        return ExpressionLLMProposer(
-            get("llm_model", None), followups=get("proposal_followups", 0), **common
-        )
-    style = get("conversion_style", "auto")
+        return ExpressionLLMProposer(model, followups=config.proposal_followups, **common)
+    style = config.conversion_style
     if style == "auto":  # small local models write far more valid pair functions
         style = "pair" if model == "local" else "class"
-    if get("proposer", "llm") == "direct":
+    if config.proposer == "direct":
         from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 
         return DirectCodeProposer(
-            get("llm_model", None), code_style="pair" if style == "pair" else "class", **common
+            model, code_style="pair" if style == "pair" else "class", **common
         )
     from ax_kernel_discovery.proposers.llm import LLMProposer
 
     return LLMProposer(
-        get("llm_model", None),
-        num_formulas=get("num_formulas", 3),
-        num_compositions=get("num_compositions", 1),
+        model,
+        num_formulas=config.num_formulas,
+        num_compositions=config.num_compositions,
         conversion_style=style,
-        structural_composition=get("structural_composition", True),
+        structural_composition=config.structural_composition,
         **common,
     )

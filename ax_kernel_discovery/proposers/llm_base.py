@@ -188,6 +188,11 @@ class LLMProposerBase(Proposer):
             self._client = make_client(self._model, **self._client_kwargs)
         return self._client
 
+    def waiting(self) -> str | None:
+        """The LLM call waited for now (model, stage, seconds), or ``None``."""
+        client = self._client
+        return client.waiting() if client is not None else None
+
     def close(self) -> None:
         """Stop a local model server this proposer started.
 

@@ -43,13 +43,14 @@ from ax_kernel_discovery.runner.config import (
     METRIC,
     RunConfig,
     UserInputError,
+    check_before_evaluations,
     check_run_config,
     make_problem,
     make_run_config,
 )
 from ax_kernel_discovery.runner.environment import device_info, package_versions
 from ax_kernel_discovery.runner.experiment import run_experiment
-from ax_kernel_discovery.runner.results import PHASES, best_so_far, load_result
+from ax_kernel_discovery.runner.results import PHASES, best_so_far, finished_result, load_result
 from ax_kernel_discovery.runner.results import RESULT_VERSION as RESULT_VERSION
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,10 @@ __all__ = [
     "RunConfig",
     "UserInputError",
     "best_so_far",
+    "check_before_evaluations",
     "check_run_config",
     "device_info",
+    "finished_result",
     "load_result",
     "make_problem",
     "make_run_config",

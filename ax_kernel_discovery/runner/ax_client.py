@@ -67,7 +67,14 @@ def _load_client(cfg: RunConfig) -> Any | None:
     path = cfg.checkpoint_path
     if not path.is_file():
         return None
-    client = Client.load_from_json_file(str(path))
+    try:
+        client = Client.load_from_json_file(str(path))
+    except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
+        raise UserInputError(
+            f"checkpoint {path} cannot be read ({type(e).__name__}: {str(e)[:200]}); it is "
+            f"truncated or corrupt (was the run killed while writing it?): delete {path} to "
+            "start the run over"
+        ) from None
     stored = client._experiment.description
     try:
         stored_identity = json.loads(stored) if stored else None

@@ -13,6 +13,7 @@ __all__ = [
     "METRIC",
     "RunConfig",
     "UserInputError",
+    "check_before_evaluations",
     "check_run_config",
     "make_problem",
     "make_run_config",
@@ -160,7 +161,11 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         except ValueError:
             pass  # an invalid kd_config is reported below
     if cfg.method == "fixed":
-        from ax_kernel_discovery.library import KernelLibraryError, get_kernel
+        from ax_kernel_discovery.library import (
+            KernelLibraryError,
+            get_kernel,
+            validate_library_kernel,
+        )
 
         if "kernel" not in cfg.method_options:
             raise UserInputError(
@@ -168,7 +173,7 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
                 "written by `ax-kernel-discovery export`)"
             )
         try:
-            get_kernel(cfg.method_options["kernel"])
+            validate_library_kernel(get_kernel(cfg.method_options["kernel"]), where="--kernel")
         except KernelLibraryError as e:
             raise UserInputError(str(e)) from None
     if info.max_budget is not None and cfg.budget > info.max_budget:
@@ -184,7 +189,7 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         try:
             KernelDiscoveryConfig.model_validate(cfg.kd_config)
         except ValidationError as e:
-            raise UserInputError(f"invalid kd_config: {e}") from None
+            raise UserInputError(f"invalid kd_config: {_pydantic_messages(e)}") from None
     if cfg.method == "saasbo":
         from botorch.models import fully_bayesian
 
@@ -194,6 +199,51 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             )
     if build_problem:
         make_problem(cfg)
+
+
+def _pydantic_messages(error: Any) -> str:
+    """A pydantic ``ValidationError`` as one line: ``field: message`` per problem."""
+    parts = []
+    for err in error.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+def check_before_evaluations(cfg: RunConfig) -> None:
+    """What would otherwise fail after the Sobol evaluations: the device and the LLM.
+
+    Called before a run evaluates anything (not for a finished run, which needs neither).
+
+    Raises:
+        UserInputError: The device is not usable here, or the LLM proposer of ``kd`` /
+            ``cake`` cannot work (model string, key, server, xllamacpp, model file).
+    """
+    from ax_kernel_discovery.config import (
+        DeviceUnavailableError,
+        KernelDiscoveryConfig,
+        check_device,
+    )
+
+    kd = None
+    if cfg.method in KD_METHODS:
+        kd = KernelDiscoveryConfig.model_validate(cfg.kd_config or {})
+    try:
+        if cfg.device is not None:
+            check_device(cfg.device)
+        elif kd is not None:
+            kd.resolved_device()
+    except DeviceUnavailableError as e:
+        raise UserInputError(str(e).replace("use device 'cpu'", "use --device cpu")) from None
+    if kd is not None and (cfg.method == "cake" or kd.proposer in ("llm", "direct")):
+        from ax_kernel_discovery.llm.setup_check import LLMSetupError
+        from ax_kernel_discovery.proposers.from_config import check_llm_config
+
+        try:
+            check_llm_config(kd)
+        except LLMSetupError as e:
+            raise UserInputError(str(e)) from None
 
 
 def make_problem(cfg: RunConfig) -> Any:

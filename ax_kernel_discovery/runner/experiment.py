@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.progress import ProgressColumn, Task
+from rich.text import Text
 
 from ax_kernel_discovery.runner.ax_client import _load_client, _new_client, _trial_values
 from ax_kernel_discovery.runner.config import (
     KD_METHODS,
     RunConfig,
+    check_before_evaluations,
     check_run_config,
     make_problem,
     make_run_config,
@@ -25,11 +28,12 @@ from ax_kernel_discovery.runner.results import (
     RESULT_VERSION,
     _atomic_write_json,
     best_so_far,
+    finished_result,
     load_result,
 )
 from ax_kernel_discovery.runner.rounds import _one_round
 
-__all__ = ["run_experiment"]
+__all__ = ["llm_rounds", "run_experiment"]
 
 
 def run_experiment(
@@ -38,6 +42,7 @@ def run_experiment(
     *,
     progress: bool | Any = False,
     on_round: Callable[[dict[str, Any]], None] | None = None,
+    verbose: bool = False,
     **settings: Any,
 ) -> dict[str, Any]:
     """Run (or resume, or skip) one problem x method x seed; returns the result dict.
@@ -49,6 +54,7 @@ def run_experiment(
             to add the task to.
         on_round: Called with each round's record after its checkpoint is written
             (e.g. for live monitoring; an exception raised there stops the run).
+        verbose: Keep Ax's INFO log lines (default: warnings only).
         **settings: Fields of :class:`RunConfig` (``seed``, ``budget``, ``batch``,
             ``num_sobol``, ``out``, ``num_restarts``, ``raw_samples``, ``maxiter``,
             ``kd_config``...).
@@ -70,16 +76,14 @@ def run_experiment(
     )
     check_run_config(cfg)
     torch.set_num_threads(1)
-    set_ax_logger_levels(logging.WARNING)
+    set_ax_logger_levels(logging.INFO if verbose else logging.WARNING)
 
+    finished = finished_result(cfg.result_path, cfg.budget)
+    if finished is not None:
+        finished["skipped"] = True
+        return finished
+    check_before_evaluations(cfg)
     previous = load_result(cfg.result_path)
-    if (
-        previous
-        and previous.get("status") == "complete"
-        and previous.get("n_evaluations", 0) >= cfg.budget
-    ):
-        previous["skipped"] = True
-        return previous
 
     prob = make_problem(cfg)
     started = time.perf_counter()
@@ -177,6 +181,7 @@ def run_experiment(
                     if r.get("kind") == "bo"
                 ],
                 "rounds": rounds,
+                "llm_rounds": llm_rounds(rounds),
                 "failures": failures,
                 "timings": {
                     "total": totals,
@@ -196,11 +201,14 @@ def run_experiment(
         _atomic_write_json(cfg.result_path, result)
         return result
 
-    bar, task, own_bar = _round_bar(progress, cfg)
+    n_done = len(client._experiment.trials)
+    bar, task, own_bar = _round_bar(progress, cfg, n_done, surrogate)
     try:
-        n_done = len(client._experiment.trials)
-        if bar is not None:
-            bar.update(task, completed=n_done)
+        if resumed and bar is not None:
+            bar.console.print(
+                f"{cfg.run_id}: resuming at {n_done}/{cfg.budget} evaluations "
+                f"(checkpoint {cfg.checkpoint_path})"
+            )
         while n_done < cfg.budget:
             record = _one_round(cfg, client, gs, surrogate, prob, n_done, len(rounds))
             rounds.append(record)
@@ -229,6 +237,15 @@ def run_experiment(
             bar.stop()
 
 
+def llm_rounds(rounds: list[dict[str, Any]]) -> dict[str, int] | None:
+    """How many BO rounds really used an LLM's proposals (``None``: no LLM proposer)."""
+    flags = [r["llm_used"] for r in rounds if r.get("llm_used") is not None]
+    if not flags:
+        return None
+    used = sum(bool(f) for f in flags)
+    return {"rounds": len(flags), "used_llm": used, "without_llm": len(flags) - used}
+
+
 def _resolved_device(cfg: RunConfig) -> str:
     """The torch device the BO step runs on (kernel discovery's ``auto`` resolved)."""
     if cfg.device is not None:
@@ -253,17 +270,54 @@ def _bar_text(cfg: RunConfig, record: dict[str, Any] | None = None) -> str:
     return text
 
 
-def _round_bar(progress: bool | Any, cfg: RunConfig) -> tuple[Any, Any, bool]:
+def _round_bar(
+    progress: bool | Any, cfg: RunConfig, n_done: int = 0, surrogate: Any = None
+) -> tuple[Any, Any, bool]:
+    """The run's progress bar: evaluations done, elapsed, ETA, and what a round waits for.
+
+    The ETA is estimated from this session's rounds only (a resumed run's first
+    evaluations were done before), over the last hour of progress.
+    """
     if progress is False or progress is None:
         return None, None, False
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     own = progress is True
     bar: Any = progress
     if own:
         bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            WaitingColumn(surrogate),
+            speed_estimate_period=3600.0,
         )
         bar.start()
-    task = bar.add_task(_bar_text(cfg), total=cfg.budget)
+    description = _bar_text(cfg)
+    if n_done:
+        description += f" resuming at {n_done}/{cfg.budget}"
+    task = bar.add_task(description, total=cfg.budget, completed=n_done)
     return bar, task, own
+
+
+class WaitingColumn(ProgressColumn):
+    """Shows "waiting for the LLM (model, stage, seconds)" while a round blocks on it."""
+
+    def __init__(self, surrogate: Any) -> None:
+        super().__init__()
+        self.surrogate = surrogate
+
+    def render(self, task: Task) -> Text:
+        waiting = getattr(self.surrogate, "llm_waiting", None)
+        text = waiting() if callable(waiting) else None
+        return Text(f"waiting for the LLM ({text})" if text else "", style="yellow")

@@ -49,6 +49,18 @@ def load_result(path: str | Path) -> dict[str, Any] | None:
         return None
 
 
+def finished_result(path: str | Path, budget: int) -> dict[str, Any] | None:
+    """The result at ``path`` if its run is complete with at least ``budget`` evaluations."""
+    previous = load_result(path)
+    if (
+        previous
+        and previous.get("status") == "complete"
+        and previous.get("n_evaluations", 0) >= budget
+    ):
+        return previous
+    return None
+
+
 def best_so_far(values: Sequence[float | None], minimize: bool) -> list[float | None]:
     """Running best in the problem's direction (``None`` until a value exists)."""
     out: list[float | None] = []

@@ -89,6 +89,10 @@ def _one_round(
             record["mixture"] = dict(main.mixture)
         if main.guarded:
             record["guarded"] = True
+        if main.llm_used is not None:
+            record["llm_used"] = main.llm_used
+            if main.llm_failure:
+                record["llm_failure"] = main.llm_failure
         record["population_diversity"] = main.population_diversity
         record["accepted_diversity"] = main.accepted_diversity
         for h in kd_records:

@@ -186,3 +186,62 @@ def test_plumbing_complete_many_concurrent(fake_openai, closed_port) -> None:  #
 def test_plumbing_make_client() -> None:
     client = make_client("gpt-4o", temperature=0.1, model_path="ignored")
     assert isinstance(client, LLMClient) and client.temperature == 0.1
+
+
+def test_missing_key_is_an_auth_error_and_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm raises a missing OpenAI key as InternalServerError('Missing credentials')."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = LLMClient("gpt-4o", num_retries=2, backoff_s=0.5)
+    start = time.perf_counter()
+    with pytest.raises(LLMError, match="non-retryable error after 1 attempt") as info:
+        client.complete(MSG, stage="discovery")
+    assert time.perf_counter() - start < 0.5 * 2  # no backoff: one attempt
+    assert info.value.kind == "auth" and "OPENAI_API_KEY" in str(info.value)
+    assert client.ledger[-1].attempts == 1
+
+
+def test_a_hung_server_costs_one_timeout_not_three(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    fake_openai.delay = 5.0
+    client = LLMClient(
+        "openai/fake", api_base=fake_openai.url, timeout=0.6, num_retries=2, backoff_s=0.01
+    )
+    start = time.perf_counter()
+    with pytest.raises(LLMError, match=r"no answer within llm_timeout=0.6 s") as info:
+        client.complete(MSG, stage="discovery")
+    assert time.perf_counter() - start < 1.5  # 3 x 0.6 s before
+    assert info.value.kind == "timeout" and info.value.attempts == 1
+    assert len(fake_openai.requests) <= 1
+
+
+def test_waiting_says_what_the_client_waits_for(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    fake_openai.delay = 1.5
+    client = LLMClient("openai/fake", api_base=fake_openai.url, timeout=10, num_retries=0)
+    assert client.waiting() is None
+    thread = threading.Thread(target=client.complete, args=(MSG, "discovery"))
+    thread.start()
+    deadline = time.perf_counter() + 1.0
+    seen = None
+    while seen is None and time.perf_counter() < deadline:
+        seen = client.waiting()
+        time.sleep(0.02)
+    thread.join()
+    assert seen is not None and seen.startswith("openai/fake, discovery, ")
+    assert client.waiting() is None
+
+
+def test_a_round_against_a_hung_server_costs_one_timeout(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    """Discovery and composition calls time out together, once; nothing is retried."""
+    from ax_kernel_discovery import start_candidates
+    from ax_kernel_discovery.population import Population
+    from ax_kernel_discovery.proposers.llm import LLMProposer
+
+    fake_openai.delay = 5.0
+    client = LLMClient("openai/fake", api_base=fake_openai.url, timeout=0.8, num_retries=2)
+    members = Population(start_candidates(), size=10).summaries()
+    start = time.perf_counter()
+    proposal = LLMProposer(client).propose(members, dim=10, num_proposals=4, round_index=0)
+    assert time.perf_counter() - start < 2 * 0.8  # before: 3 attempts of 0.8 s + backoff
+    assert proposal.candidates == []
+    assert all("no answer within llm_timeout=0.8 s" in r.reason for r in proposal.rejections)

@@ -173,4 +173,4 @@ def test_direct_code_style_from_config() -> None:
     proposer = proposer_from_config(cfg)
     assert isinstance(proposer, DirectCodeProposer) and proposer.code_style == "pair"
     with pytest.raises(ValueError, match="one call"):
-        KernelDiscoveryConfig(proposer="direct", conversion_style="function")
+        KernelDiscoveryConfig(proposer="direct", llm_model="m", conversion_style="function")

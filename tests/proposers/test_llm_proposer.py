@@ -437,3 +437,41 @@ def test_close_drops_an_own_client_and_keeps_a_given_one(scripted: Any) -> None:
     client = proposer.client
     surrogate.close()
     assert proposer.client is not client and surrogate.proposer is proposer
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_round_without_llm_proposals_warns_once_and_is_counted(
+    fallback: bool, closed_port_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The surrogate logs one WARNING with the reason; llm_rounds() counts the round."""
+    import logging
+
+    from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
+    from ax_kernel_discovery.round_record import RoundRecord
+
+    config = KernelDiscoveryConfig(
+        proposer="llm",
+        llm_model="openai/fake",
+        llm_api_base=closed_port_url,
+        llm_retries=0,
+        fallback_to_offline=fallback,
+    )
+    surrogate = KernelDiscoverySurrogate(config)
+    population = surrogate._new_population(6)
+    record = RoundRecord(round=0, outcome="f", n=10, dim=6)
+    with caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate"):
+        proposal = surrogate._propose(population, 6, "f", record)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    text = warnings[0].getMessage()
+    assert "the LLM proposer (openai/fake) gave no usable kernel" in text
+    assert "APIConnectionError" in text or "Connection" in text  # the reason itself
+    if fallback:
+        assert "the offline operator proposed this round's kernels instead" in text
+        assert proposal.candidates and all(c.origin == "offline" for c in proposal.candidates)
+    else:
+        assert "no new kernel this round (fallback_to_offline=False)" in text
+        assert proposal.candidates == []
+    assert record.llm_used is False and record.llm_failure
+    surrogate.history.append(record)
+    assert surrogate.llm_rounds() == {"rounds": 1, "used_llm": 0, "without_llm": 1}

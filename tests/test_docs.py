@@ -1,0 +1,119 @@
+"""The docs run as written: every Python snippet of README.md and docs/, and the settings table.
+
+The snippets of one file run in order in one namespace (as a reader would paste them
+into one session), in a temporary folder. A snippet may be marked by an HTML comment on
+the line before its fence:
+
+* ``<!-- snippet: slow ... -->``: runs in the slow suite only (``nox -s slow``);
+* ``<!-- snippet: llm ... -->``: calls an LLM; it runs with no API key in the
+  environment, so the call fails fast and the snippet shows the failure path offline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from ax_kernel_discovery.settings_table import TABLE_END, TABLE_START, settings_table
+
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"(?:<!-- snippet: (\w+)[^>]*-->\n)?```python\n(.*?)```", re.S)
+
+
+@dataclass
+class Snippet:
+    path: Path
+    line: int
+    code: str
+    marker: str | None
+
+
+def snippets(path: Path) -> list[Snippet]:
+    """The ```python blocks of a Markdown file, with their line and marker."""
+    text = path.read_text()
+    return [
+        Snippet(path, text.count("\n", 0, m.start()) + 1, m.group(2), m.group(1))
+        for m in FENCE.finditer(text)
+    ]
+
+
+def _run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: bool) -> int:
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AXKD_LLM_MODEL", "AXKD_LLM_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    ran = 0
+    for snippet in snippets(path):
+        if (snippet.marker == "slow") != slow:
+            continue
+        where = f"{path.relative_to(ROOT)}:{snippet.line}"
+        try:
+            exec(compile(snippet.code, where, "exec"), namespace)  # noqa: S102 - our own docs
+        except Exception as e:
+            raise AssertionError(f"the snippet at {where} failed: {type(e).__name__}: {e}") from e
+        ran += 1
+    return ran
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in DOCS if snippets(p)], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_python_snippets_run_as_written(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not any(s.marker != "slow" for s in snippets(path)):
+        pytest.skip("only slow snippets")
+    assert _run(path, tmp_path, monkeypatch, slow=False) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "path",
+    [p for p in DOCS if any(s.marker == "slow" for s in snippets(p))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_slow_python_snippets_run_as_written(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _run(path, tmp_path, monkeypatch, slow=True) > 0
+
+
+def test_the_readme_example_is_the_first_snippet_and_needs_nothing_else() -> None:
+    """The README's "A first run" is complete: it runs in a fresh namespace on its own."""
+    first = snippets(ROOT / "README.md")[0]
+    assert "def my_function" in first.code and "get_next_trials(max_trials=4)" in first.code
+    assert first.marker is None
+
+
+def test_readme_settings_table_is_generated_from_the_config() -> None:
+    text = (ROOT / "README.md").read_text()
+    start, end = text.index(TABLE_START), text.index(TABLE_END)
+    assert text[start + len(TABLE_START) + 1 : end] == settings_table(), (
+        "README.md's settings table is out of date: run `python -m "
+        "ax_kernel_discovery.settings_table` and commit README.md"
+    )
+
+
+def test_every_setting_is_described() -> None:
+    from ax_kernel_discovery import KernelDiscoveryConfig
+
+    missing = [n for n, f in KernelDiscoveryConfig.model_fields.items() if not f.description]
+    assert missing == []
+
+
+def test_no_formatter_damage_in_snippets() -> None:
+    """A subscript or call split over lines by a formatter (``history[\\n    -1\\n]``)."""
+    damaged = [
+        f"{s.path.relative_to(ROOT)}:{s.line}"
+        for p in DOCS
+        for s in snippets(p)
+        if re.search(r"[\[(]\n\s+-?\w+\n\s*[\])]", s.code)
+    ]
+    assert damaged == []
