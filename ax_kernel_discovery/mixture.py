@@ -35,6 +35,7 @@ import torch
 from botorch.models.model import Model
 from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from gpytorch.distributions import MultivariateNormal
+from linear_operator import to_linear_operator
 from torch import Tensor
 
 
@@ -111,7 +112,9 @@ class KernelMixtureModel(Model):
         index = self._index.to(device=X.device)
         mean = torch.stack(means, dim=-2).index_select(-2, index)
         cov = torch.stack(covs, dim=-3).index_select(-3, index)
-        posterior = GaussianMixturePosterior(MultivariateNormal(mean, cov))
+        # a linear operator, as GPyTorch's own posteriors: a plain tensor would make torch
+        # factorize it at once, without the jitter a near-singular posterior needs
+        posterior = GaussianMixturePosterior(MultivariateNormal(mean, to_linear_operator(cov)))
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior

@@ -158,7 +158,9 @@ def test_reload_before_every_round_changes_nothing(straight: Client, tmp_path: P
 
 def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path) -> None:
     # held-out forecasts are scored from the saved warm starts, and the mixture's members
-    # and weights from the saved held-out records: a reload changes none of them
+    # from the saved held-out records: a reload changes none of them. Equal weights make
+    # every unguarded round a two-member mixture; stacking may put all 12 slots on one
+    # member on some platforms' numerics, and then no mixture would be exercised.
     config = KernelDiscoveryConfig.model_validate(
         {
             **CONFIG.model_dump(),
@@ -166,6 +168,7 @@ def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path)
             "guard_rounds": 1,
             "keep_kernels": ["RBF", "Matern52"],
             "mixture_top_k": 2,
+            "mixture_weights": "equal",
         }
     )
     straight, resumed = make_client(config), make_client(config)
@@ -180,7 +183,7 @@ def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path)
     a, b = surrogate_of(straight), surrogate_of(resumed)
     assert_same_rounds(a.history, b.history)
     assert [r.mixture for r in b.history] == [r.mixture for r in a.history]
-    assert a.history[0].guarded and any(r.mixture for r in a.history)
+    assert a.history[0].guarded and all(len(r.mixture) == 2 for r in a.history[1:])
     assert [m.heldout for m in b.population] == [m.heldout for m in a.population]
     assert any(m.heldout for m in a.population)
     assert arms_of(resumed) == arms_of(straight)
