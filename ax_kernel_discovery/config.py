@@ -20,6 +20,38 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ax_kernel_discovery.selection import Criterion
 
 
+def check_device(device: str) -> str:
+    """``device`` if it names a device this package runs on, else a ``ValueError`` saying so."""
+    if device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """The torch device every method runs on: ``auto`` (or ``None``) is CUDA when available.
+
+    One resolution for all methods (kernel discovery, the fixed-kernel baselines, greedy
+    and compositional search, CAKE, Ax's default), so that their timings on one machine
+    compare the same device.
+
+    Raises:
+        ValueError: A malformed device string.
+        RuntimeError: CUDA asked for but not available.
+
+    Example:
+        >>> resolve_device("cpu")
+        'cpu'
+    """
+    import torch
+
+    device = check_device(device or "auto")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device={device!r} was asked for but CUDA is not available")
+    return device
+
+
 class KernelDiscoveryConfig(BaseModel):
     """Settings of the kernel-discovery surrogate.
 
@@ -317,9 +349,7 @@ class KernelDiscoveryConfig(BaseModel):
     @field_validator("device")
     @classmethod
     def _device(cls, value: str) -> str:
-        if value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
-            return value
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+        return check_device(value)
 
     @field_validator("start_kernels", mode="before")
     @classmethod
@@ -384,11 +414,5 @@ class KernelDiscoveryConfig(BaseModel):
         return "expression" if self.llm_model == "local" else "code"
 
     def resolved_device(self) -> str:
-        """The torch device string to run on."""
-        import torch
-
-        if self.device == "auto":
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise RuntimeError(f"device={self.device!r} was asked for but CUDA is not available")
-        return self.device
+        """The torch device string to run on (:func:`resolve_device`)."""
+        return resolve_device(self.device)

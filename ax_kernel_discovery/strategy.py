@@ -11,7 +11,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 
 
@@ -53,17 +53,21 @@ def botorch_step(
     raw_samples: int = 512,
     sample_around_best: bool = True,
     maxiter: int = 300,
-    device: str = "cpu",
+    device: str | None = "auto",
     generator_name: str | None = None,
 ) -> GenerationNode:
-    """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines)."""
+    """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines).
+
+    ``device`` is resolved by :func:`~ax_kernel_discovery.config.resolve_device` (``auto``
+    or ``None``: CUDA when available), the one resolution every method goes through.
+    """
     import torch
 
     generator_kwargs: dict[str, Any] = {
         "surrogate": surrogate,
         "botorch_acqf_class": botorch_acqf_class,
         "acquisition_class": KernelDiscoveryAcquisition,
-        "torch_device": torch.device(device),
+        "torch_device": torch.device(resolve_device(device)),
     }
     if acqf_options:
         generator_kwargs["botorch_acqf_options"] = acqf_options
@@ -128,7 +132,7 @@ def kernel_discovery_generation_strategy(
             raw_samples=raw_samples,
             sample_around_best=sample_around_best,
             maxiter=maxiter,
-            device=config.resolved_device(),
+            device=config.device,
             generator_name="KernelDiscovery",
         ),
     ]
