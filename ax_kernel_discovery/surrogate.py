@@ -45,12 +45,12 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
 from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.surrogate_admission import CandidateAdmissionMixin
-from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.surrogate_fitting import (
     GUARD_NAME,
     KernelFittingMixin,
@@ -210,7 +210,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
 
         t0 = time.perf_counter()
-        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0])
+        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0], device=X.device)
         rec.timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
