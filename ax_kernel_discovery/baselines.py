@@ -106,7 +106,7 @@ def _bo_strategy(
         raw_samples=raw_samples,
         sample_around_best=sample_around_best,
         maxiter=maxiter,
-        device=device or "cpu",
+        device=device,
         generator_name=generator_name,
     )
     return GenerationStrategy(name=f"Sobol+{name}", nodes=[sobol_step(num_sobol, seed), step])
@@ -175,7 +175,7 @@ def _build_kd(**options: Any) -> GenerationStrategy:
     common = _common(options)
     config = _kd_config(options, common["seed"])
     _no_more("kd", options)
-    common["device"] = common["device"] or config.resolved_device()
+    common["device"] = common["device"] or config.device
     return _bo_strategy(
         "kd", KernelDiscoverySurrogate(config), generator_name="KernelDiscovery", **common
     )
@@ -220,7 +220,7 @@ def _build_compositional(**options: Any) -> GenerationStrategy:
     if config is None:
         config = KernelDiscoveryConfig(**COMPOSITIONAL_DEFAULTS, seed=common["seed"])
     surrogate = CompositionalSearchSurrogate(config, max_depth=max_depth)
-    common["device"] = common["device"] or surrogate.config.resolved_device()
+    common["device"] = common["device"] or surrogate.config.device
     return _bo_strategy("compositional", surrogate, generator_name="CompositionalSearch", **common)
 
 
@@ -236,7 +236,7 @@ def _build_cake(**options: Any) -> GenerationStrategy:
         config = KernelDiscoveryConfig.model_validate(dict(config))
     check_cake_config(config)
     surrogate = CakeSurrogate(config)
-    common["device"] = common["device"] or surrogate.config.resolved_device()
+    common["device"] = common["device"] or surrogate.config.device
     return _bo_strategy("cake", surrogate, generator_name="CAKE", **common)
 
 
@@ -330,7 +330,8 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
         name: A key of :data:`METHODS`.
         **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), ``botorch_acqf_class``
             (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
-            (512), ``sample_around_best`` (True), ``maxiter`` (300), ``device`` ("cpu");
+            (512), ``sample_around_best`` (True), ``maxiter`` (300), ``device`` ("auto": CUDA
+            when available, for every method; kd, compositional and CAKE take their config's);
             ``kd``, ``compositional`` and ``cake`` also take ``config`` (a
             :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``fixed`` its ``kernel``
             (see :func:`~ax_kernel_discovery.library.get_kernel`), ``compositional``

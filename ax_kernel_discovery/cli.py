@@ -140,7 +140,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="folder of benchmark data files that replace the bundled ones "
         "(default: $AXKD_DATA_DIR)",
     )
-    p.add_argument("--device", default=None, help="torch device of the BO step (default cpu)")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device of the BO step for every method: auto (the default: CUDA when "
+        "available, else CPU), cpu, cuda or cuda:N",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 

@@ -22,6 +22,36 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ax_kernel_discovery.selection import Criterion
 
 
+def check_device_name(device: str) -> str:
+    """``device`` if it names a device this package runs on, else a ``ValueError`` saying so."""
+    if device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """The torch device every method runs on: ``auto`` (or ``None``) is CUDA when available.
+
+    One resolution for all methods (kernel discovery, the fixed-kernel baselines, greedy
+    and compositional search, CAKE, Ax's default), so that their timings on one machine
+    compare the same device.
+
+    Raises:
+        ValueError: A malformed device string.
+        DeviceUnavailableError: CUDA asked for but not available (a ``RuntimeError``).
+
+    Example:
+        >>> resolve_device("cpu")
+        'cpu'
+    """
+    import torch
+
+    device = check_device_name(device or "auto")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return check_device(device)
+
+
 class KernelDiscoveryConfig(BaseModel):
     """Settings of the kernel-discovery surrogate.
 
@@ -370,9 +400,7 @@ class KernelDiscoveryConfig(BaseModel):
     @field_validator("device")
     @classmethod
     def _device(cls, value: str) -> str:
-        if value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit()):
-            return value
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+        return check_device_name(value)
 
     @field_validator("start_kernels", mode="before")
     @classmethod
@@ -447,16 +475,12 @@ class KernelDiscoveryConfig(BaseModel):
         return "expression" if self.llm_model == "local" else "code"
 
     def resolved_device(self) -> str:
-        """The torch device string to run on.
+        """The torch device string to run on (:func:`resolve_device`).
 
         Raises:
             DeviceUnavailableError: ``device`` names a CUDA device this torch cannot use.
         """
-        import torch
-
-        if self.device == "auto":
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        return check_device(self.device)
+        return resolve_device(self.device)
 
 
 class DeviceUnavailableError(RuntimeError):

@@ -33,7 +33,8 @@ def gram_signature(kernel: Kernel, points: Tensor, perturb_seed: int | None = 0)
     With ``perturb_seed`` (the default), every raw hyperparameter is first moved by a
     seeded N(0, 0.5^2) draw, so that kernels which coincide only at their initial
     values (an isotropic kernel and its ARD twin, a Kumaraswamy warp that starts at the
-    identity) are told apart. The kernel passed in is not modified.
+    identity) are told apart. The kernel passed in is not modified. The Gram matrix is
+    computed on the device of ``points`` (and the kernel); the signature is on the CPU.
     """
     if perturb_seed is not None:
         kernel = copy.deepcopy(kernel)
@@ -44,7 +45,7 @@ def gram_signature(kernel: Kernel, points: Tensor, perturb_seed: int | None = 0)
                 param.add_(0.5 * noise.to(param))
     with torch.no_grad():
         gram = kernel(points, points).to_dense().reshape(-1).to(torch.float64)
-    return gram / gram.norm().clamp_min(1e-300)
+    return (gram / gram.norm().clamp_min(1e-300)).cpu()
 
 
 def cosine_similarity(a: Tensor, b: Tensor) -> float:

@@ -614,7 +614,7 @@ def fixed_kernel_generation_strategy(
         raw_samples: Raw samples of the restarts' initialization (default: Ax's).
         sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
-        device: torch device of the BO step (default ``cpu``).
+        device: torch device of the BO step (default ``auto``: CUDA when available).
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -636,7 +636,7 @@ def fixed_kernel_generation_strategy(
         raw_samples=raw_samples,
         sample_around_best=sample_around_best,
         maxiter=maxiter,
-        device=device or "cpu",
+        device=device,
         generator_name=f"Fixed-{entry.name}",
     )
     return GenerationStrategy(

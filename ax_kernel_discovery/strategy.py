@@ -18,7 +18,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.config import KernelDiscoveryConfig, check_device
+from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 from ax_kernel_discovery.proposers.from_config import check_llm_config
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
@@ -124,7 +124,7 @@ def botorch_step(
     raw_samples: int | None = None,
     sample_around_best: bool | None = None,
     maxiter: int | None = None,
-    device: str = "cpu",
+    device: str | None = "auto",
     generator_name: str | None = None,
 ) -> GenerationNode:
     """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines).
@@ -146,7 +146,9 @@ def botorch_step(
         raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
         sample_around_best: RAASP, sampling around the best points (``None``: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
-        device: torch device of the BO step.
+        device: torch device of the BO step, resolved by
+            :func:`~ax_kernel_discovery.config.resolve_device` (``auto`` or ``None``: CUDA
+            when available), the one resolution every method goes through.
         generator_name: Name of the node's generator (shown in trials' metadata).
 
     Raises:
@@ -159,7 +161,7 @@ def botorch_step(
     """
     import torch
 
-    check_device(device)
+    device = resolve_device(device)
     if isinstance(surrogate, KernelDiscoverySurrogate) and surrogate.needs_llm:
         check_llm_config(surrogate.config)
     optimizer_kwargs = optimizer_options(num_restarts, raw_samples, sample_around_best, maxiter)
@@ -288,7 +290,7 @@ def kernel_discovery_generation_strategy(
             raw_samples=raw_samples,
             sample_around_best=sample_around_best,
             maxiter=maxiter,
-            device=config.resolved_device(),
+            device=config.device,
             generator_name="KernelDiscovery",
         ),
     ]

@@ -215,7 +215,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
 
         t0 = time.perf_counter()
-        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0])
+        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0], device=X.device)
         rec.timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()

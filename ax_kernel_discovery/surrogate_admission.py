@@ -9,6 +9,7 @@ proposer's candidates before any is fitted: shapes, ``diag``, gradients, PSD and
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
@@ -42,20 +43,25 @@ class CandidateAdmissionMixin:
         dim: int,
         rec: RoundRecord,
         n: int = 0,
+        device: torch.device | str = "cpu",
     ) -> list[KernelCandidate]:
         """The candidates that pass validation, the memory limit and deduplication.
 
-        Every other candidate is recorded in ``rec.rejected`` with its stage and reason.
+        Validation and the dedup Gram matrices run on ``device``, the run's device, so
+        that a kernel is admitted on a GPU exactly when it works there. Every other
+        candidate is recorded in ``rec.rejected`` with its stage and reason.
         """
         from ax_kernel_discovery.validation import check_kernel, validate_kernel_code
 
+        device = str(device)
         accepted: list[KernelCandidate] = []
-        points = reference_points(dim, n=40, seed=self.config.seed)
+        points = reference_points(dim, n=40, seed=self.config.seed).to(device)
         for member in pop:
             if member.candidate.key not in self._signatures:
                 try:
                     self._signatures[member.candidate.key] = gram_signature(
-                        member.candidate.build(dim).double(), points
+                        member.candidate.build(dim).to(device=device, dtype=torch.float64),
+                        points,
                     )
                 except Exception:  # noqa: BLE001 - signatures are best effort for old members
                     pass
@@ -75,7 +81,11 @@ class CandidateAdmissionMixin:
                 continue
             if cand.code is not None:
                 result = validate_kernel_code(
-                    cand.code, dim, class_name=cand.class_name, fit_timeout=self.config.fit_timeout
+                    cand.code,
+                    dim,
+                    class_name=cand.class_name,
+                    fit_timeout=self.config.fit_timeout,
+                    device=device,
                 )
             else:
                 result = check_kernel(
@@ -83,6 +93,7 @@ class CandidateAdmissionMixin:
                     dim,
                     fit_timeout=self.config.fit_timeout,
                     check_fit=False,
+                    device=device,
                 )
             if not result.ok:
                 rec.rejected.append(
@@ -99,7 +110,7 @@ class CandidateAdmissionMixin:
                 rec.rejected.append(memory)
                 continue
             try:
-                sig = gram_signature(cand.build(dim).double(), points)
+                sig = gram_signature(cand.build(dim).to(device=device, dtype=torch.float64), points)
             except Exception as e:  # noqa: BLE001
                 rec.rejected.append(
                     Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")

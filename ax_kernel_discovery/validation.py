@@ -10,16 +10,23 @@ expression tree) joins the population only if it passes, in order:
    ``(2,N,D)x(2,M,D)``; these catch the shape bugs of LLM-written kernels (a
    ``torch.eye(x1.size(-2))`` added to a rectangular matrix, radii taken from the
    diagonal of a cross matrix);
-3. ``diag``: ``forward(x, x, diag=True)`` has shape ``(N,)`` and equals the diagonal of
+3. ``device``: the shape checks once more, with every tensor the kernel creates without a
+   ``device=`` (``torch.eye(n)``, ``torch.zeros(n, m)``, ``torch.tensor([...])``) put on
+   PyTorch's ``meta`` device: on the run's device such a tensor would be on the CPU, so a
+   kernel that mixes one with its inputs works on a CPU and fails on a GPU. The probe
+   makes the kernel fail on every device alike, before it joins (0-dim tensors such as
+   ``torch.tensor(2.0)`` stay on the CPU, which CUDA operations accept). All checks run on
+   ``ValidationOptions.device``, the run's device;
+4. ``diag``: ``forward(x, x, diag=True)`` has shape ``(N,)`` and equals the diagonal of
    the full matrix (:class:`~gpytorch.kernels.ScaleKernel` and posterior variances call
    ``forward(..., diag=True)`` directly, so a kernel that ignores ``diag`` breaks them);
-4. ``finite``: every output is finite;
-5. ``gradient``: the gradient of :math:`\\sum_{ij} K_{ij}` exists and is finite for
+5. ``finite``: every output is finite;
+6. ``gradient``: the gradient of :math:`\\sum_{ij} K_{ij}` exists and is finite for
    every kernel parameter;
-6. ``psd``: :math:`K(X, X)` is symmetric, the Cholesky factor of
+7. ``psd``: :math:`K(X, X)` is symmetric, the Cholesky factor of
    :math:`K + \\text{jitter}\\, I` exists and the smallest eigenvalue is above
    :math:`-10^{-6} \\lambda_{\\max}`; GPyTorch's silent jitter retries are switched off;
-7. ``fit`` / ``timeout``: a :class:`botorch.models.SingleTaskGP` with
+8. ``fit`` / ``timeout``: a :class:`botorch.models.SingleTaskGP` with
    ``ScaleKernel(kernel)`` fits a smooth function on ``n`` random points within
    ``fit_timeout`` seconds and gives a finite posterior at 5 test points.
 
@@ -48,7 +55,10 @@ from typing import Any
 
 import gpytorch
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from torch.overrides import TorchFunctionMode
+
+from ax_kernel_discovery.config import check_device_name
 
 __all__ = [
     "CheckTimeout",
@@ -63,6 +73,7 @@ STAGES = (
     "sandbox",
     "load",
     "shape",
+    "device",
     "diag",
     "gradient",
     "psd",
@@ -82,7 +93,8 @@ class ValidationResult:
         ok: Whether every check passed.
         reason: The first failed check, human readable (``None`` when ``ok``).
         stage: Where it failed: one of ``syntax``, ``sandbox``, ``load``, ``shape``,
-            ``diag``, ``gradient``, ``psd``, ``finite``, ``fit``, ``timeout``, ``error``.
+            ``device``, ``diag``, ``gradient``, ``psd``, ``finite``, ``fit``, ``timeout``,
+            ``error``.
         timings: Seconds spent per phase.
     """
 
@@ -149,12 +161,26 @@ class ValidationOptions(BaseModel):
         "that it converges).",
     )
     check_fit: bool = Field(True, description="Run the GP fit check.")
+    device: str = Field(
+        "cpu",
+        description="Torch device the checks run on: the run's device (cpu, cuda or cuda:N).",
+    )
     seed: int = Field(0, description="Seed of the random test inputs.")
-    memory_mb: int = Field(
-        4096,
+    memory_mb: int | None = Field(
+        None,
         ge=1024,
-        description="Address-space limit of the sandbox child (MB); `import torch` "
-        "alone maps about 0.8 GB.",
+        description="Address-space limit (RLIMIT_AS) of the sandbox child in MB; None: "
+        "measured, the address space a child has mapped once its imports are done (and, on "
+        "CUDA, its CUDA context made) plus memory_headroom_mb. A fixed limit does not fit "
+        "every build: CPU torch maps about 0.65 GB at import, a CUDA build maps its CUDA "
+        "libraries (several GB) and the CUDA driver reserves virtual address space for "
+        "the device when it starts, so a 4 GB limit would reject every code kernel there.",
+    )
+    memory_headroom_mb: int = Field(
+        3072,
+        ge=256,
+        description="With memory_mb=None: the address space the sandbox child may map beyond "
+        "its measured start-up size (MB).",
     )
     wall_margin: float = Field(
         30.0,
@@ -168,6 +194,13 @@ class ValidationOptions(BaseModel):
         description="CPU-time limit of the sandbox child; derived from the wall-clock "
         "limit when not given.",
     )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        if check_device_name(value) == "auto":
+            raise ValueError("device must be a resolved device (cpu, cuda or cuda:N), not 'auto'")
+        return value
 
     @model_validator(mode="after")
     def _derive_cpu_seconds(self) -> ValidationOptions:
@@ -243,6 +276,77 @@ def _inputs(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     return x
 
 
+#: Tensor factories whose result lands on the default device unless ``device=`` is given.
+_FACTORIES = frozenset(
+    {
+        torch.arange,
+        torch.as_tensor,
+        torch.empty,
+        torch.eye,
+        torch.full,
+        torch.linspace,
+        torch.logspace,
+        torch.ones,
+        torch.rand,
+        torch.randint,
+        torch.randn,
+        torch.randperm,
+        torch.tensor,
+        torch.zeros,
+    }
+)
+
+_DEVICE_MISMATCH = (
+    "expected all tensors to be on the same device",
+    "is not on the expected device",
+)
+
+
+class _DevicelessTensorsOnMeta(TorchFunctionMode):
+    """Moves each tensor that code creates without ``device=`` to the ``meta`` device.
+
+    Kernel code run under this mode on real inputs works only if it never mixes such a
+    tensor with its inputs, i.e. only if it would also work with inputs on a GPU (where
+    the tensor would be on the CPU). A 0-dim result stays where it is (CUDA operations
+    accept 0-dim CPU tensors), and so does a tensor made from another tensor
+    (``torch.as_tensor(x)``).
+    """
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if (
+            func in _FACTORIES
+            and kwargs.get("device") is None
+            and isinstance(out, torch.Tensor)
+            and out.dim() > 0
+            and not any(isinstance(a, torch.Tensor) for a in args)
+        ):
+            return out.to("meta")
+        return out
+
+
+def _device_reason(label: str, err: BaseException | None = None) -> str:
+    what = f"raised {_describe(err)}" if err is not None else "returned a tensor on another device"
+    return (
+        f"device: {label} {what} once the tensors it creates without device= were put on "
+        "another device; on a GPU they would be on the CPU. Create them on the inputs' "
+        "device: torch.eye(n, device=x1.device, dtype=x1.dtype), x1.new_ones(...), "
+        "torch.zeros_like(x1)"
+    )
+
+
+def _is_device_mismatch(err: BaseException) -> bool:
+    msg = str(err).lower()
+    return any(text in msg for text in _DEVICE_MISMATCH)
+
+
 def _smooth_function(x: torch.Tensor) -> torch.Tensor:
     """A smooth test function on [0, 1]^D that depends on every coordinate."""
     d = x.size(-1)
@@ -307,7 +411,7 @@ def check_kernel(
             warnings.catch_warnings(),
         ):
             warnings.simplefilter("ignore")
-            kernel = _build(factory, dim, timings)
+            kernel = _build(factory, dim, timings, opts.device)
             phase = "checks"
             _run_checks(kernel, dim, opts, timings)
             if opts.check_fit:
@@ -325,7 +429,10 @@ def check_kernel(
 
 
 def _build(
-    factory: Callable[[int], gpytorch.kernels.Kernel], dim: int, timings: dict[str, float]
+    factory: Callable[[int], gpytorch.kernels.Kernel],
+    dim: int,
+    timings: dict[str, float],
+    device: str = "cpu",
 ) -> gpytorch.kernels.Kernel:
     with _phase("load", timings):
         kernel = factory(dim)
@@ -333,7 +440,7 @@ def _build(
             raise _Failure(
                 "load", f"load: factory returned {type(kernel).__name__}, not a gpytorch Kernel"
             )
-        kernel = kernel.to(dtype=torch.float64)
+        kernel = kernel.to(device=device, dtype=torch.float64)
     return kernel
 
 
@@ -343,13 +450,17 @@ def _run_checks(
     n = opts.n if dim < opts.high_dim else min(opts.n, opts.n_high_dim)
     m = max(2, n // 2 + 1)
     gen = torch.Generator().manual_seed(opts.seed)
-    x = _inputs((n, dim), gen)
+
+    def inputs(*shape: int) -> torch.Tensor:
+        return _inputs(shape, gen).to(opts.device)
+
+    x = inputs(n, dim)
     cases: list[tuple[str, torch.Tensor, torch.Tensor]] = [
         (f"({n},D)x({n},D)", x, x),
-        ("(5,D)x(1,D)", _inputs((5, dim), gen), _inputs((1, dim), gen)),
-        ("(3,D)x(7,D)", _inputs((3, dim), gen), _inputs((7, dim), gen)),
-        ("(1,4,D)x(1,3,D)", _inputs((1, 4, dim), gen), _inputs((1, 3, dim), gen)),
-        (f"(2,{n},D)x(2,{m},D)", _inputs((2, n, dim), gen), _inputs((2, m, dim), gen)),
+        ("(5,D)x(1,D)", inputs(5, dim), inputs(1, dim)),
+        ("(3,D)x(7,D)", inputs(3, dim), inputs(7, dim)),
+        ("(1,4,D)x(1,3,D)", inputs(1, 4, dim), inputs(1, 3, dim)),
+        (f"(2,{n},D)x(2,{m},D)", inputs(2, n, dim), inputs(2, m, dim)),
     ]
     kernel.eval()
     outputs: list[tuple[str, torch.Tensor]] = []
@@ -360,6 +471,8 @@ def _run_checks(
             except Exception as err:  # noqa: BLE001
                 if _is_memory_error(err):
                     raise
+                if _is_device_mismatch(err):  # on a GPU: what the probe below finds on a CPU
+                    raise _Failure("device", _device_reason(label, err)) from err
                 raise _Failure("shape", f"shape: {label} raised {_describe(err)}") from err
             expected = torch.Size((*x1.shape[:-2], x1.size(-2), x2.size(-2)))
             if out.shape != expected:
@@ -367,6 +480,17 @@ def _run_checks(
                     "shape", f"shape: {label} gave {out.shape}, expected {tuple(expected)}"
                 )
             outputs.append((label, out))
+    with torch.no_grad(), _phase("device", timings):
+        for label, x1, x2 in cases + [("diag=True", x, x)]:
+            try:
+                with _DevicelessTensorsOnMeta():
+                    out = _dense(kernel.forward(x1, x2, diag=label == "diag=True"))
+            except Exception as err:  # noqa: BLE001 - it ran without the probe
+                if _is_memory_error(err):
+                    raise
+                raise _Failure("device", _device_reason(label, err)) from err
+            if out.device != x1.device:
+                raise _Failure("device", _device_reason(label))
 
     full = outputs[0][1]
     with torch.no_grad(), _phase("diag", timings):
@@ -427,7 +551,7 @@ def _run_checks(
 
     with torch.no_grad(), _phase("psd", timings):
         sym = 0.5 * (full + full.transpose(-2, -1))
-        eye = torch.eye(n, dtype=sym.dtype)
+        eye = torch.eye(n, dtype=sym.dtype, device=sym.device)
         _, info = torch.linalg.cholesky_ex(sym + opts.jitter * eye)
         if int(info) != 0:
             raise _Failure(
@@ -455,14 +579,14 @@ def _check_fit(
     from gpytorch.mlls import ExactMarginalLogLikelihood
 
     gen = torch.Generator().manual_seed(opts.seed + 1)
-    train_x = torch.rand(opts.n, dim, generator=gen, dtype=torch.float64)
+    train_x = torch.rand(opts.n, dim, generator=gen, dtype=torch.float64).to(opts.device)
     train_y = _smooth_function(train_x)
-    test_x = torch.rand(5, dim, generator=gen, dtype=torch.float64)
+    test_x = torch.rand(5, dim, generator=gen, dtype=torch.float64).to(opts.device)
     start = time.perf_counter()
     with _phase("fit", timings):
         kernel = factory(dim)
         model = SingleTaskGP(train_x, train_y, covar_module=ScaleKernel(kernel))
-        model = model.to(dtype=torch.float64)
+        model = model.to(device=opts.device, dtype=torch.float64)
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

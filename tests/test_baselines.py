@@ -76,6 +76,31 @@ def test_each_method_builds_a_strategy(name: str) -> None:
         ]
 
 
+def _bo_device(name: str, **options: object) -> torch.device:
+    extra: dict[str, object] = {"kernel": base_candidate("sl")} if name == "fixed" else {}
+    if name == "cake":
+        extra = {"config": KernelDiscoveryConfig(llm_model="scripted/m")}
+    gs = get_method(name, **SMALL, **extra, **options)
+    return gs._nodes[1].generator_specs[0].generator_kwargs["torch_device"]
+
+
+BO_METHODS = [m for m in METHODS if m != "sobol"]
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_every_method_resolves_its_device_the_same_way(
+    cuda: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``auto`` (the default of every method) is CUDA when available, for all methods."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    expected = torch.device("cuda" if cuda else "cpu")
+    assert {m: _bo_device(m) for m in BO_METHODS} == dict.fromkeys(BO_METHODS, expected)
+    # an explicit device wins for every method, kd's config included
+    assert {m: _bo_device(m, device="cpu") for m in BO_METHODS} == dict.fromkeys(
+        BO_METHODS, torch.device("cpu")
+    )
+
+
 def test_method_options_and_errors() -> None:
     gs = get_method("kd", seed=3, config=KernelDiscoveryConfig(population_size=4))
     assert surrogate_of(gs).config.population_size == 4

@@ -42,6 +42,10 @@ torch.set_num_threads(1)
             "invalid choice",
         ),
         (["sweep", "--problems", "mopta08", "--methods", "kd"], "mopta08"),
+        (
+            ["run", "--problem", "rover60", "--method", "rbf", "--device", "gpu"],
+            "--device: device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'",
+        ),
         (["report", "does/not/exist"], "does not exist"),
         (
             ["study", "--variant", "v", "--kd-config", "{}", "--methods", "sl"],
@@ -62,6 +66,15 @@ def test_bad_input_exits_non_zero(
     assert message in captured.err
     assert "Traceback" not in captured.err + captured.out
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_device_help_says_every_method_defaults_to_auto(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "torch device of the BO step for every method: auto (the default: CUDA when" in help_text
+    assert "default cpu" not in help_text
 
 
 def test_console_script_error_without_traceback(tmp_path: Path) -> None:

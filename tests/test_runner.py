@@ -81,7 +81,8 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     assert {"ax-platform", "botorch", "gpytorch", "torch", "ax-kernel-discovery"} <= set(
         r["versions"]
     )
-    assert r["device"]["torch_device"] == "cpu"
+    # kd's default device is auto: CUDA where there is one
+    assert r["device"]["torch_device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     assert r["config"]["kd_config"] == KD_SMALL and r["problem_label"] == "rover60"
     assert isinstance(r["failures"], list)
     rbf = json.loads((out / "rover60__rbf__seed1.json").read_text())

@@ -34,6 +34,7 @@ from ax_kernel_discovery.sandbox import (
     load_kernel_class,
     run_isolated,
 )
+from ax_kernel_discovery.sandbox.isolation import address_space_limit_mb, startup_address_space_mb
 from ax_kernel_discovery.validation import (
     ValidationOptions,
     ValidationResult,
@@ -396,6 +397,23 @@ def test_too_much_output_hits_the_file_size_limit() -> None:
     assert "file-size limit" in reason  # Python ignores SIGXFSZ: the write fails
 
 
+def test_address_space_limit_is_the_measured_start_up_plus_headroom() -> None:
+    """Sized for the build at hand (a CUDA build maps several GB more than CPU torch)."""
+    startup = startup_address_space_mb("cpu")
+    assert startup is not None
+    # the child's imports (torch, gpytorch, the checks) map hundreds of MB, not GBs, on CPU
+    assert 200 < startup < 3000
+    opts = ValidationOptions(memory_headroom_mb=2000)
+    assert address_space_limit_mb(opts) == startup + 2000
+    assert address_space_limit_mb(ValidationOptions(memory_mb=5000)) == 5000
+    limits = {name: soft for name, soft, _ in _rlimits(opts)}
+    assert limits["RLIMIT_AS"] == (startup + 2000) * 2**20
+    assert "RLIMIT_AS" not in {name for name, _, _ in _rlimits(opts, address_space=False)}
+    # the default leaves the checks ~3 GB beyond the start-up size; more is refused
+    stage, reason, _ = _interpret_script(f"x = bytearray({startup + 3200} * 2**20)")
+    assert stage == "sandbox" and f"address-space limit {startup + 3072} MB" in reason
+
+
 def test_memory_limit() -> None:
     stage, reason, _ = _interpret_script("x = bytearray(3000 * 2**20)", memory_mb=1024)
     assert stage == "sandbox"
@@ -447,6 +465,7 @@ _SANDBOX_CASES: dict[str, tuple[str, int, dict]] = {
     "valid_rq_spherelinear_matern_cos": (corpus("valid_rq_spherelinear_matern_cos"), 30, {}),
     "printing": (_PRINTING_KERNEL, 4, {"check_fit": False}),
     "broken_eye_shape": (corpus("broken_eye_shape"), 6, {}),
+    "broken_deviceless_nugget": (corpus("broken_deviceless_nugget"), 6, {}),
     "hostile_infinite_loop": (
         corpus("hostile_infinite_loop"),
         4,
@@ -495,6 +514,13 @@ def test_sandbox_reports_check_failures(sandbox_results) -> None:
     assert "(5,D)x(1,D) gave torch.Size([5, 5]), expected (5, 1)" in res.reason
 
 
+def test_sandbox_runs_the_device_probe(sandbox_results) -> None:
+    """A kernel that would fail on a GPU is refused in the child too, with the reason."""
+    res, _ = sandbox_results["broken_deviceless_nugget"]
+    assert res.stage == "device"
+    assert "without device=" in res.reason and "x1.new_ones" in res.reason
+
+
 def test_sandbox_stops_an_infinite_loop(sandbox_results) -> None:
     res, wall = sandbox_results["hostile_infinite_loop"]
     assert res.stage == "timeout"
@@ -510,10 +536,10 @@ def test_sandbox_survives_a_huge_allocation(sandbox_results) -> None:
 
 
 def test_rlimit_defaults_leave_room_for_torch() -> None:
-    # RLIMIT_AS: `import torch, gpytorch, botorch` maps ~0.8 GB; 4 GB leaves room for
-    # the checks (the valid kernels above ran under it).
+    # RLIMIT_AS: the child's measured start-up size (CPU torch + gpytorch: ~0.65 GB) plus
+    # 3 GB for the checks (the valid kernels above ran under it)
     names = {name: soft for name, soft, _ in _rlimits(ValidationOptions())}
-    assert names["RLIMIT_AS"] == 4096 * 2**20
+    assert 3072 * 2**20 < names["RLIMIT_AS"] < 6144 * 2**20
     assert names["RLIMIT_FSIZE"] == 2**20
     assert names["RLIMIT_CORE"] == 0
     assert resource.RLIM_INFINITY not in names.values()

@@ -236,6 +236,31 @@ def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
     assert "Gram matrix" in rec.rejected[0].reason
 
 
+@pytest.mark.slow
+def test_a_kernel_that_would_fail_on_a_gpu_is_rejected_on_a_cpu_with_its_reason() -> None:
+    """Issue 21: acceptance must not differ between CPU and GPU runs (meta-device probe)."""
+    from ax_kernel_discovery.surrogate import RoundRecord
+
+    corpus = Path(__file__).parent / "kernel_corpus"
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
+    pop = s._new_population()
+    cands = [
+        KernelCandidate(
+            name=name,
+            formula="exp(-d^2 / 2) + 1e-3 I",
+            origin="discovery",
+            code=(corpus / f"{name}.py").read_text(),
+        )
+        for name in ("broken_deviceless_nugget", "valid_device_aware_nugget")
+    ]
+    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
+    accepted = s._validate(cands, pop, 6, rec, device=torch.device("cpu"))
+    assert [c.name for c in accepted] == ["valid_device_aware_nugget"]
+    (rejection,) = rec.rejected
+    assert (rejection.name, rejection.stage) == ("broken_deviceless_nugget", "device")
+    assert "without device=" in rejection.reason
+
+
 def test_a_dropped_members_twin_may_come_back() -> None:
     from ax_kernel_discovery.surrogate import RoundRecord
 

@@ -76,6 +76,7 @@ def test_gpytorch_kernels_pass(factory) -> None:
         "valid_matern52_tanhpoly_rq",
         "valid_rq_bezier_poly",
         "valid_rq_spherelinear_matern_cos",
+        "valid_device_aware_nugget",
     ],
 )
 def test_valid_corpus_passes(name: str) -> None:
@@ -108,6 +109,13 @@ def test_very_high_dimension_is_fast_and_uses_few_points() -> None:
         ("broken_plus_distance", "psd", "Cholesky of K(X, X)"),
         ("broken_bad_constructor", "load", "missing 1 required positional argument: 'period'"),
         ("broken_constant", "degenerate", "does not depend on its inputs"),
+        (
+            "broken_deviceless_nugget",
+            "device",
+            "(20,D)x(20,D) raised RuntimeError: Tensor on device meta is not on the "
+            "expected device cpu! once the tensors it creates without device= were put on "
+            "another device",
+        ),
     ],
 )
 def test_broken_corpus_rejected_at_the_right_stage(name: str, stage: str, fragment: str) -> None:
@@ -116,6 +124,20 @@ def test_broken_corpus_rejected_at_the_right_stage(name: str, stage: str, fragme
     assert res.stage == stage, res.reason
     assert res.reason.startswith(f"{stage}: ")
     assert fragment in res.reason
+
+
+def test_device_probe_is_the_only_check_that_sees_a_deviceless_tensor() -> None:
+    """On a CPU the kernel works; only the meta-device probe shows it would fail on a GPU."""
+    factory = corpus_factory("broken_deviceless_nugget")
+    x = torch.rand(6, 3, dtype=torch.float64)
+    kernel = factory(3).double()
+    assert torch.isfinite(kernel(x).to_dense()).all()  # fine on a CPU
+    res = check_kernel(factory, 10)
+    assert (res.ok, res.stage) == (False, "device")
+    assert "torch.eye(n, device=x1.device, dtype=x1.dtype)" in res.reason
+    assert {"load", "shape", "device"} <= set(res.timings)
+    # the probe runs before the checks that follow the shapes, on every device
+    assert "diag" not in res.timings
 
 
 def test_negative_eigenvalue_caught_when_jitter_hides_it_from_cholesky() -> None:
@@ -206,8 +228,9 @@ def test_options_defaults_and_derived_cpu_limit() -> None:
         1e-6,
         60.0,
         True,
-        4096,
+        None,  # measured: the child's start-up size + memory_headroom_mb
     )
+    assert (opts.memory_headroom_mb, opts.device) == (3072, "cpu")
     assert opts.wall_limit == opts.fit_timeout + opts.wall_margin
     assert opts.cpu_seconds >= opts.wall_limit
     short = opts.updated(fit_timeout=1.0, wall_margin=2.0)
@@ -217,6 +240,10 @@ def test_options_defaults_and_derived_cpu_limit() -> None:
         ValidationOptions(bogus=1)
     with pytest.raises(ValidationError):
         ValidationOptions(memory_mb=10)
+    with pytest.raises(ValidationError, match="resolved device"):
+        ValidationOptions(device="auto")
+    with pytest.raises(ValidationError, match="device must be"):
+        ValidationOptions(device="gpu")
 
 
 def test_result_round_trip_and_malformed_data() -> None:

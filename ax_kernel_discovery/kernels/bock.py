@@ -10,6 +10,7 @@ from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 
 from ax_kernel_discovery.kernels.priors import clamp_unit
+from ax_kernel_discovery.kernels.warped import kumaraswamy_cdf
 
 _EPS = 1e-6
 
@@ -75,11 +76,10 @@ class BOCKKernel(Kernel):
 
     def _polar(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         z = (2.0 * clamp_unit(x) - 1.0) / sqrt(max(x.size(-1), 1))
-        r = z.norm(dim=-1, keepdim=True).clamp(_EPS, 1.0 - _EPS)
-        alpha = self.alpha.unsqueeze(-1)
-        beta = self.beta.unsqueeze(-1)
-        kappa = 1.0 - (1.0 - r.pow(alpha)).clamp_min(_EPS).pow(beta)
-        return kappa, z / r
+        r = z.norm(dim=-1, keepdim=True)
+        # no clamp plateau at the centre or the corners (see kumaraswamy_cdf)
+        kappa = kumaraswamy_cdf(r, self.alpha.unsqueeze(-1), self.beta.unsqueeze(-1))
+        return kappa, z / r.clamp_min(_EPS)
 
     def forward(
         self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any

@@ -11,7 +11,24 @@ from gpytorch.kernels import Kernel
 
 from ax_kernel_discovery.kernels.priors import clamp_unit
 
+#: The Kumaraswamy warp maps ``[0, 1]`` affinely onto ``[_EPS, 1 - _EPS]`` first.
 _EPS = 1e-6
+
+
+def kumaraswamy_cdf(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    r"""The Kumaraswamy CDF :math:`1 - (1 - u^a)^b` of ``x`` in ``[0, 1]``, smooth on the box.
+
+    ``x`` is first mapped affinely onto :math:`u \in [\epsilon, 1 - \epsilon]`, so the
+    warp's derivative is positive and finite everywhere on ``[0, 1]``, the edges
+    included. Clamping ``x`` there instead (as this package did, and as BoTorch's
+    ``kumaraswamy_warp`` still does after the same affine map, where round-off makes
+    the clamp bite at ``x = 1``) gives a zero derivative at the edges beside slopes of
+    order :math:`a \epsilon^{a-1}` (~1e4 for :math:`a = 0.2`): L-BFGS-B's line search
+    then fails whenever the acquisition reaches a bound (issue 21).
+    """
+    u = x * (1.0 - 2.0 * _EPS) + _EPS
+    return 1.0 - (1.0 - u.pow(a)).pow(b)
+
 
 #: Readable description of each warp, used in formulas and prompts.
 WARP_FORMULAS: dict[str, str] = {
@@ -37,7 +54,8 @@ class WarpedKernel(Kernel):
 
     * ``tanh`` / ``arctan``: :math:`\phi(x) = \tanh(c (x - \tfrac12))`, :math:`c > 0`,
       squashing the box edges together;
-    * ``kumaraswamy``: :math:`\phi(x)_d = 1 - (1 - x_d^{a_d})^{b_d}`, a per-dimension CDF warp;
+    * ``kumaraswamy``: :math:`\phi(x)_d = 1 - (1 - x_d^{a_d})^{b_d}`, a per-dimension CDF warp
+      of the inputs squeezed onto :math:`[\epsilon, 1 - \epsilon]` (:func:`kumaraswamy_cdf`);
     * ``spherical``: inverse stereographic projection of :math:`c (x - \tfrac12)/\sqrt{D}`
       onto :math:`S^D` (one more coordinate).
 
@@ -104,8 +122,7 @@ class WarpedKernel(Kernel):
             # (*batch, D) -> (*batch, 1, D)
             a = self.raw_a_constraint.transform(self.raw_a).unsqueeze(-2)
             b = self.raw_b_constraint.transform(self.raw_b).unsqueeze(-2)
-            xc = x.clamp(_EPS, 1.0 - _EPS)
-            return 1.0 - (1.0 - xc.pow(a)).clamp_min(_EPS).pow(b)
+            return kumaraswamy_cdf(x, a, b)
         c = self.raw_c_constraint.transform(self.raw_c).unsqueeze(-1)  # (*batch, 1, 1)
         if self.warp == "tanh":
             return torch.tanh(c * (x - 0.5))

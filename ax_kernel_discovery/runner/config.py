@@ -181,6 +181,13 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             f"method {cfg.method!r} is allowed only for budget <= {info.max_budget} (got {cfg.budget}): "
             "its model fit is too expensive for longer runs"
         )
+    if cfg.device is not None:
+        from ax_kernel_discovery.config import resolve_device
+
+        try:
+            resolve_device(cfg.device)
+        except (ValueError, RuntimeError) as e:
+            raise UserInputError(f"--device: {e}") from None
     if cfg.kd_config is not None:
         from pydantic import ValidationError
 

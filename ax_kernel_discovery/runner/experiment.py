@@ -247,14 +247,12 @@ def llm_rounds(rounds: list[dict[str, Any]]) -> dict[str, int] | None:
 
 
 def _resolved_device(cfg: RunConfig) -> str:
-    """The torch device the BO step runs on (kernel discovery's ``auto`` resolved)."""
-    if cfg.device is not None:
-        return cfg.device
-    if cfg.method in KD_METHODS:
-        from ax_kernel_discovery.config import KernelDiscoveryConfig
+    """The torch device the BO step runs on: ``--device``, else kd's config, else ``auto``."""
+    from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 
+    if cfg.device is None and cfg.method in KD_METHODS:
         return KernelDiscoveryConfig.model_validate(cfg.kd_config or {}).resolved_device()
-    return "cpu"
+    return resolve_device(cfg.device)
 
 
 def _tmp_checkpoint(cfg: RunConfig) -> Path:

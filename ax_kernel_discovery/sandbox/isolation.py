@@ -7,6 +7,7 @@ resource limits and a wall-clock limit; whatever happens there comes back as a
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,7 +25,7 @@ from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
 from ax_kernel_discovery.sandbox.loader import load_kernel_class
 from ax_kernel_discovery.validation import ValidationOptions, ValidationResult
 
-__all__ = ["run_isolated"]
+__all__ = ["address_space_limit_mb", "run_isolated", "startup_address_space_mb"]
 
 
 _RESULT_MARKER = "AXKD-RESULT "
@@ -76,12 +77,61 @@ def _child_env(home: str) -> dict[str, str]:
     return env
 
 
-def _rlimits(options: ValidationOptions) -> list[tuple[str, int, int]]:
+#: What a child maps before any kernel code runs: the imports of the checks and, on
+#: CUDA, the CUDA context (measured by :func:`startup_address_space_mb`).
+_STARTUP_PROBE = """\
+import torch, gpytorch
+from ax_kernel_discovery import validation
+device = sys.argv[3]
+if device != "cpu":
+    torch.zeros(1, device=device)
+status = open("/proc/self/status").read().splitlines()
+print(next(line.split()[1] for line in status if line.startswith("VmPeak:")))
+"""
+
+#: The address-space limit where the start-up size cannot be measured (no /proc).
+_FALLBACK_MEMORY_MB = 4096
+
+
+@functools.cache
+def startup_address_space_mb(device: str = "cpu") -> int | None:
+    """Peak address space (MB) of a sandbox child after its imports, on ``device``.
+
+    Measured once per process and device, in a child started exactly like the validation
+    child but without an address-space limit. On CUDA the child also creates its CUDA
+    context, so the driver's reservation of virtual address space is included. ``None``
+    where it cannot be measured (no ``/proc``, e.g. macOS, where ``RLIMIT_AS`` is not
+    enforced either).
+    """
+    options = ValidationOptions(device=device, fit_timeout=60.0)
+    run = _launch(
+        _STARTUP_PROBE, "", options, timeout=180.0, extra_args=[device], address_space=False
+    )
+    try:
+        return int(run.stdout.strip().splitlines()[-1]) // 1024 + 1
+    except (ValueError, IndexError):
+        return None
+
+
+def address_space_limit_mb(options: ValidationOptions) -> int:
+    """The child's ``RLIMIT_AS`` in MB: ``memory_mb``, or measured start-up + headroom."""
+    if options.memory_mb is not None:
+        return int(options.memory_mb)
+    startup = startup_address_space_mb(options.device)
+    if startup is None:
+        return _FALLBACK_MEMORY_MB
+    return startup + int(options.memory_headroom_mb)
+
+
+def _rlimits(options: ValidationOptions, address_space: bool = True) -> list[tuple[str, int, int]]:
     """``(RLIMIT_NAME, soft, hard)`` triples applied in the child."""
-    mem = int(options.memory_mb) * 1024 * 1024
     cpu = int(options.cpu_seconds or math.ceil(options.wall_limit) + 5)
+    limits = []
+    if address_space:
+        mem = address_space_limit_mb(options) * 1024 * 1024
+        limits.append(("RLIMIT_AS", mem, mem))
     return [
-        ("RLIMIT_AS", mem, mem),
+        *limits,
         ("RLIMIT_CPU", cpu, cpu + 5),
         ("RLIMIT_FSIZE", _MAX_OUTPUT, _MAX_OUTPUT),
         ("RLIMIT_NOFILE", 64, 64),
@@ -109,13 +159,23 @@ def _read_limited(path: Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _launch(script: str, stdin: str, options: ValidationOptions, timeout: float) -> _ChildRun:
+def _launch(
+    script: str,
+    stdin: str,
+    options: ValidationOptions,
+    timeout: float,
+    extra_args: list[str] | None = None,
+    address_space: bool = True,
+) -> _ChildRun:
     """Run ``script`` in a fresh, limited interpreter; never raises for child failures.
 
     The child gets :data:`_PRELUDE` (rlimits, package path) before ``script``, the
     environment of :func:`_child_env`, a temporary cwd/HOME, ``stdin`` from a file and
     stdout/stderr to files. Its process group is killed after ``timeout`` seconds.
+    ``extra_args`` follow the prelude's two arguments in ``sys.argv``;
+    ``address_space=False`` leaves out the address-space limit (the start-up probe).
     """
+    limits = json.dumps(_rlimits(options, address_space))  # may measure the start-up size
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="axkd-sandbox-") as tmp:
         tmp_path = Path(tmp)
@@ -129,8 +189,9 @@ def _launch(script: str, stdin: str, options: ValidationOptions, timeout: float)
             "utf8",
             "-c",
             _PRELUDE + script,
-            json.dumps(_rlimits(options)),
+            limits,
             _PACKAGE_DIR,
+            *(extra_args or []),
         ]
         timed_out = False
         with (
@@ -254,7 +315,8 @@ def _interpret(run: _ChildRun, options: ValidationOptions) -> ValidationResult:
     if "MemoryError" in run.stderr or "can't allocate memory" in run.stderr:
         return ValidationResult(
             False,
-            f"sandbox: the child ran out of memory (limit {options.memory_mb} MB): {detail}",
+            f"sandbox: the child ran out of memory (address-space limit "
+            f"{address_space_limit_mb(options)} MB): {detail}",
             "sandbox",
             timings,
         )

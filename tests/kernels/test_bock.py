@@ -35,3 +35,22 @@ def test_bock_is_radial_times_angular() -> None:
     assert k_opp == pytest.approx(float(w[0] - w[1] + w[2]), rel=1e-6)
     assert k(a, a).to_dense().item() == pytest.approx(float(w.sum()), rel=1e-6)
     assert k_same < k(a, a).to_dense().item()
+
+
+def test_bock_radius_warp_has_no_flat_edges() -> None:
+    """Regression (issue 21): moving a point changes the kernel near the centre and corners.
+
+    The radius was clamped to [1e-6, 1 - 1e-6], so near a corner of the box (every
+    coordinate at a bound, radius 1) the radial term had zero gradient beside a steep
+    slope, as in the Kumaraswamy input warp.
+    """
+    k = BOCKKernel(ard_num_dims=3).double()
+    k.raw_alpha.data.fill_(float(k.raw_alpha_constraint.inverse_transform(torch.tensor(0.3))))
+    k.raw_beta.data.fill_(float(k.raw_beta_constraint.inverse_transform(torch.tensor(0.3))))
+    other = torch.tensor([[0.3, 0.6, 0.4]], dtype=torch.float64)
+    for corner in ([1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0 - 1e-8]):
+        x = torch.tensor([corner], dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(k._polar(x)[0].sum(), x)
+        assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)
+        (grad,) = torch.autograd.grad(k(x, other).to_dense().sum(), x)
+        assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)

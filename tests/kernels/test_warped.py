@@ -76,3 +76,26 @@ def test_warps_match_their_formulas() -> None:
     c = sph.raw_c_constraint.transform(sph.raw_c).item()
     u = c * (x - 0.5) / math.sqrt(4)
     torch.testing.assert_close(z[:, :4], 2 * u / (1 + u.pow(2).sum(-1, keepdim=True)))
+
+
+def test_kumaraswamy_warp_has_no_flat_edges() -> None:
+    """Regression (issue 21): the warp's derivative is positive and finite on all of [0, 1].
+
+    The warp clamped x to [1e-6, 1 - 1e-6] (and 1 - x^a to >= 1e-6): a zero derivative on
+    the box's edges beside slopes of ~1e4 when a or b < 1. Acquisition optimization,
+    which often ends at a bound, then failed in L-BFGS-B's line search (status ABNORMAL)
+    and BoTorch restarted it: every study round with such a failure had chosen a
+    Kumaraswamy-warped kernel.
+    """
+    x = torch.tensor([0.0, 1e-9, 5e-7, 1e-6, 0.5, 1 - 1e-6, 1 - 5e-7, 1.0], dtype=torch.float64)
+    for a, b in ((0.2, 0.2), (0.2, 5.0), (5.0, 0.2), (5.0, 5.0), (0.5, 3.0)):
+        kuma = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=1), "kumaraswamy", dim=1)
+        kuma = kuma.double()
+        for name, value in (("raw_a", a), ("raw_b", b)):
+            constraint = getattr(kuma, f"{name}_constraint")
+            getattr(kuma, name).data.fill_(float(constraint.inverse_transform(torch.tensor(value))))
+        xs = x.clone().unsqueeze(-1).requires_grad_(True)
+        phi = kuma.phi(xs)
+        (grad,) = torch.autograd.grad(phi.sum(), xs)
+        assert torch.isfinite(grad).all() and (grad > 0).all(), (a, b, grad.flatten())
+        assert (phi >= 0).all() and (phi <= 1).all()
