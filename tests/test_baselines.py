@@ -34,10 +34,11 @@ SMALL = {"num_sobol": 4, "num_restarts": 2, "raw_samples": 16, "maxiter": 10}
 
 
 @pytest.mark.parametrize("name", list(METHODS))
-def test_each_method_builds_a_strategy(name: str) -> None:
+def test_each_method_builds_a_strategy(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     extra = {"kernel": base_candidate("sl", origin="offline")} if name == "fixed" else {}
-    if name == "cake":  # an LLM method: it needs a model (none is called here)
-        extra = {"config": KernelDiscoveryConfig(llm_model="scripted/m")}
+    if name == "cake":  # an LLM method: its setup is checked (a key), none is called here
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+        extra = {"config": KernelDiscoveryConfig(llm_model="gpt-4o")}
     gs = get_method(name, **SMALL, **extra)
     assert gs.name.startswith("Sobol")
     surrogate = surrogate_of(gs)
@@ -78,8 +79,8 @@ def test_each_method_builds_a_strategy(name: str) -> None:
 
 def _bo_device(name: str, **options: object) -> torch.device:
     extra: dict[str, object] = {"kernel": base_candidate("sl")} if name == "fixed" else {}
-    if name == "cake":
-        extra = {"config": KernelDiscoveryConfig(llm_model="scripted/m")}
+    if name == "cake":  # its LLM setup is checked (a key in the environment), none is called
+        extra = {"config": KernelDiscoveryConfig(llm_model="gpt-4o")}
     gs = get_method(name, **SMALL, **extra, **options)
     return gs._nodes[1].generator_specs[0].generator_kwargs["torch_device"]
 
@@ -93,6 +94,7 @@ def test_every_method_resolves_its_device_the_same_way(
 ) -> None:
     """``auto`` (the default of every method) is CUDA when available, for all methods."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     expected = torch.device("cuda" if cuda else "cpu")
     assert {m: _bo_device(m) for m in BO_METHODS} == dict.fromkeys(BO_METHODS, expected)
     # an explicit device wins for every method, kd's config included

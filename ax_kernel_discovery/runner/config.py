@@ -187,7 +187,8 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         try:
             resolve_device(cfg.device)
         except (ValueError, RuntimeError) as e:
-            raise UserInputError(f"--device: {e}") from None
+            message = str(e).replace("use device 'cpu'", "use --device cpu")
+            raise UserInputError(f"--device: {message}") from None
     if cfg.kd_config is not None:
         from pydantic import ValidationError
 
