@@ -5,8 +5,8 @@
 * the :class:`~ax_kernel_discovery.proposers.cake.CakeProposer` (LLM crossover and
   mutation of compositions of SE, PER, LIN, RQ, M32, M52, at most 3 base kernels);
 * the six base kernels as the initial population;
-* fitness by BIC (``config.criterion`` is forced to ``"bic"``), the top
-  ``population_size`` survive, no strike rule;
+* fitness by BIC (``config.criterion`` is forced to ``"bic"``; no guard round and no kept
+  kernels), the top ``population_size`` survive, no strike rule;
 * a truncated view of each round's observations handed to the proposer (CAKE's
   prompts contain data; kernel discovery's do not).
 
@@ -89,7 +89,13 @@ class CakeSurrogate(KernelDiscoverySurrogate):
             config = KernelDiscoveryConfig.model_validate(dict(config))
         # "llm" keeps the surrogate's LLM paths (prefetch); the fallback stays off
         config = config.model_copy(
-            update={"criterion": "bic", "proposer": "llm", "fallback_to_offline": False}
+            update={
+                "criterion": "bic",
+                "proposer": "llm",
+                "fallback_to_offline": False,
+                "guard_rounds": 0,
+                "keep_kernels": (),
+            }
         )
         self.max_rows = int(max_rows)
         self.max_dims = int(max_dims)

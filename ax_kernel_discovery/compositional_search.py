@@ -43,7 +43,8 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
     * the :class:`~ax_kernel_discovery.proposers.compositional.CompositionalProposer`
       (best member ``S`` -> ``S + B`` and ``S x B`` for each base kernel ``B``, at most
       ``max_depth`` base kernels per expression);
-    * selection by BIC (``config.criterion`` is forced to ``"bic"``);
+    * selection by BIC (``config.criterion`` is forced to ``"bic"``; no guard round, no kept
+      kernels);
     * no strike rule (a member stays as long as its BIC keeps it in the top N);
     * **hyperparameter reuse**: a new expansion ``S op B`` starts its MLL fit from the
       hyperparameters fitted this round for ``S`` (all its kernel parameters, its
@@ -81,7 +82,14 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
             )
         elif not isinstance(config, KernelDiscoveryConfig):
             config = KernelDiscoveryConfig.model_validate(dict(config))
-        config = config.model_copy(update={"criterion": "bic", "proposer": "offline"})
+        config = config.model_copy(
+            update={
+                "criterion": "bic",
+                "proposer": "offline",
+                "guard_rounds": 0,
+                "keep_kernels": (),
+            }
+        )
         super().__init__(config=config, state=state, **kwargs)
         self.max_depth = int(max_depth)
         self.base_kernels = tuple(base_kernels)

@@ -60,8 +60,8 @@ class KernelDiscoveryConfig(BaseModel):
 
     Example:
         >>> cfg = KernelDiscoveryConfig(population_size=8, proposals_per_round=3)
-        >>> cfg.criterion
-        'lbo_crps'
+        >>> cfg.criterion, cfg.guard_rounds, cfg.keep_kernels
+        ('prequential', 1, ('RBF', 'Matern52'))
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
@@ -76,16 +76,17 @@ class KernelDiscoveryConfig(BaseModel):
         description="New kernels proposed per round (mutations + compositions or LLM forms).",
     )
     criterion: Criterion = Field(
-        "lbo_crps",
-        description="Selection criterion: lbo_crps | prequential | loo_crps | loo_crps_bic | "
-        "mll | bic. lbo_crps (the default) leaves out each of the last score_batches BO batches "
-        "in turn and scores its points' predictive from all other points (where BO went, not "
-        "where it was); before the first BO batch it is loo_crps, the paper's criterion (set "
-        "criterion='loo_crps' to reproduce the paper). prequential scores each member by the "
-        "forecast its previous fit made of each of the last score_batches batches before they "
-        "were observed (heldout_score: log or crps), the only one of these that is honestly "
-        "held out; a member without such a forecast yet (a new kernel) cannot be chosen "
-        "until it has one, and before any exists the round falls back to lbo_crps.",
+        "prequential",
+        description="Selection criterion: prequential | lbo_crps | loo_crps | loo_crps_bic | "
+        "mll | bic. prequential (the default) scores each member by the forecast its previous "
+        "fit made of each of the last score_batches batches before they were observed "
+        "(heldout_score: log or crps), the only one of these that is honestly held out; a "
+        "member without such a forecast yet (a new kernel) cannot be chosen until it has one, "
+        "and before any exists the round falls back to lbo_crps. lbo_crps (the previous "
+        "default) leaves out each of the last score_batches BO batches in turn and scores its "
+        "points' predictive from all other points, at hyperparameters fitted on them; before "
+        "the first BO batch it is loo_crps, the paper's criterion (set criterion='loo_crps', "
+        "guard_rounds=0, keep_kernels=() to reproduce the paper).",
     )
     score_batches: int = Field(
         3,
@@ -102,7 +103,7 @@ class KernelDiscoveryConfig(BaseModel):
         "(linearly).",
     )
     guard_rounds: int = Field(
-        0,
+        1,
         ge=0,
         le=1000,
         description="The first guard_rounds BO rounds use Ax's default model (the dimension-"
@@ -110,9 +111,10 @@ class KernelDiscoveryConfig(BaseModel):
         "the first BO batch no criterion has held-out evidence (0: off).",
     )
     keep_kernels: tuple[str, ...] = Field(
-        (),
-        description="Members never dropped by a strike or by truncation, e.g. "
-        "('RBF', 'Matern52'): the plain kernels stay choosable.",
+        ("RBF", "Matern52"),
+        description="Members never dropped by a strike or by truncation (names of start "
+        "kernels; names not in the population are ignored): the plain kernels stay "
+        "choosable. () lets every member go, as in the paper.",
     )
     mixture_top_k: int = Field(
         1,
@@ -425,7 +427,7 @@ class KernelDiscoveryConfig(BaseModel):
         if self.criterion in ("lbo_crps", "prequential") and self.score_top_k is not None:
             raise ValueError(
                 "score_top_k scores the k best points by leave-one-out, and "
-                "criterion='lbo_crps' (the default) leaves out whole batches: set "
+                f"criterion={self.criterion!r} scores whole batches: set "
                 "criterion='loo_crps' (or 'loo_crps_bic') with score_top_k"
             )
         return self

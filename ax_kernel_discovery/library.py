@@ -239,9 +239,14 @@ def export_kernels(
     last = next((r for r in reversed(surrogate.history) if r.outcome == outcome), None)
     members = [m for m in population if m.score is not None][:top]
     if not members:
+        when = (
+            "criterion='prequential' scores a member by its forecast of the next BO batch: "
+            "export after at least two BO rounds"
+            if surrogate.config.criterion == "prequential"
+            else "export after at least one BO round"
+        )
         raise ValueError(
-            f"{experiment or 'the surrogate'}: no population member has a score yet "
-            "(export after at least one BO round)"
+            f"{experiment or 'the surrogate'}: no population member has a score yet ({when})"
         )
     return [
         LibraryKernel.from_candidate(

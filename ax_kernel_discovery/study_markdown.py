@@ -131,9 +131,12 @@ def study_markdown(
         "Each variant runs kd with other `KernelDiscoveryConfig` fields on the study's "
         "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
         "paired by seed with the default kd (positive Δ: the variant is better). The default "
-        "kd selects by `lbo_crps` since the `lbo` variant beat the paper's LOO-CRPS here; the "
-        "runs made with LOO-CRPS are the variant `loo`. A `NAME:cake` row is CAKE run with "
-        "the variant's LLM settings.",
+        "kd selects by the held-out forecast (`criterion='prequential'`, `guard_rounds=1`, "
+        "`keep_kernels=('RBF', 'Matern52')`: the screened variant `preq_keep`, chosen on 5 "
+        "seeds per problem). The previous default, LBO-CRPS, is the variant `lbo`; the paper's "
+        "LOO-CRPS is `loo`. Every variant's config lists its fields on top of the previous "
+        "defaults (LBO-CRPS, no guard round, no kept kernels), with which all were run. "
+        "A `NAME:cake` row is CAKE run with the variant's LLM settings.",
         "",
         *_variants_markdown(summary),
         "",

@@ -107,13 +107,16 @@ def checkpoint_comparison(
     checkpoints: Sequence[int] = CHECKPOINTS,
 ) -> list[dict[str, Any]]:
     """``method`` (in ``runs``) against ``reference_method`` (in ``reference``), checkpoint by
-    checkpoint: each side's mean ± SE best-so-far and the paired comparison by seed."""
+    checkpoint: each side's mean ± SE best-so-far on the seeds both have reached it, and
+    the paired comparison by seed."""
     rows = []
     for e in checkpoints:
         a = _at_evaluation(runs, problem, method, e)
         b = _at_evaluation(reference, problem, reference_method, e)
-        if not a or not b:
+        common = sorted(set(a) & set(b))
+        if not common:
             continue
+        a, b = {s: a[s] for s in common}, {s: b[s] for s in common}
         rows.append(
             {
                 "evaluations": e,

@@ -1,8 +1,10 @@
 """The LLM tables of docs/llm.md, printed from the study's committed result files.
 
-Reads ``benchmarks/results/study`` (the default kd runs) and its LLM variants
-(``llm_local``: kd and cake with the bundled local model; ``llm_local_overlap``;
-``llm_local_followup``) and prints, per problem:
+Reads the study's LLM variants in ``benchmarks/results/study`` (``llm_local``: kd and
+cake with the local model; ``llm_local_overlap``; ``llm_local_followup``) and, as "kd,
+offline", the kd runs made with the same selection rules and the offline operator (the
+``lbo`` variant: the previous default, LBO-CRPS, with which the LLM runs were made), and
+prints, per problem:
 
 1. quality: best value (mean ± standard error over seeds) of kd with the LLM, kd with
    the offline operator and cake, and the paired wins/ties/losses between them;
@@ -34,6 +36,9 @@ from ax_kernel_discovery.study_statistics import paired_comparison, standard_err
 
 PROBLEMS = ("rover100", "hartmann6_100")
 
+#: The kd runs with the offline operator under the LLM runs' selection rules (LBO-CRPS).
+OFFLINE = "lbo"
+
 
 def _runs(folder: Path, problem: str, method: str) -> list[dict[str, Any]]:
     try:
@@ -58,7 +63,7 @@ def _mean_timing(run: dict[str, Any], key: str) -> float:
 def quality(study: Path, problem: str) -> None:
     sets = {
         "kd, local LLM": _runs(study / "llm_local", problem, "kd"),
-        "kd, offline": _runs(study, problem, "kd"),
+        "kd, offline": _runs(study / OFFLINE, problem, "kd"),
         "cake, local LLM": _runs(study / "llm_local", problem, "cake"),
     }
     if not all(sets.values()):
@@ -84,7 +89,7 @@ def proposals(study: Path, problem: str) -> None:
     print(f"\n{problem}: proposals per run set")
     for name, folder, method in [
         ("kd, local LLM", study / "llm_local", "kd"),
-        ("kd, offline", study, "kd"),
+        ("kd, offline", study / OFFLINE, "kd"),
         ("cake, local LLM", study / "llm_local", "cake"),
     ]:
         runs = _runs(folder, problem, method)

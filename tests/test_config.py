@@ -41,7 +41,10 @@ def test_defaults() -> None:
     cfg = KernelDiscoveryConfig()
     assert cfg.population_size == 10
     assert cfg.patience == 3
-    assert cfg.criterion == "lbo_crps"  # the study's choice (docs/results.md), not the paper's
+    # the study's choice (docs/results.md, variant preq_keep on 5 seeds), not the paper's
+    assert cfg.criterion == "prequential" and cfg.heldout_score == "log"
+    assert cfg.guard_rounds == 1 and cfg.keep_kernels == ("RBF", "Matern52")
+    assert cfg.mixture_top_k == 1 and cfg.tie_break == "none"
     assert cfg.proposer == "offline"
     assert cfg.resolved_device() in ("cpu", "cuda")
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+from pydantic import ValidationError
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
@@ -99,7 +99,7 @@ def test_export_from_surrogate_client_and_file_agree(discovery_run: dict[str, An
     best = discovery_run["surrogate"].population.best()
     assert from_surrogate[0].name == best.name and from_surrogate[0].formula == best.formula
     first = from_file[0]
-    assert (first.criterion, first.dim, first.n_observations) == ("lbo_crps", 10, 8)
+    assert (first.criterion, first.dim, first.n_observations) == ("prequential", 10, 8)
     assert first.experiment == str(discovery_run["path"])
     assert from_client[0].experiment == "hartmann6_10"
     assert first.origin == best.origin and first.parents == best.parents
@@ -136,8 +136,12 @@ def test_a_kernel_travels_to_a_second_experiment_and_seeds_a_third(
     assert len(reloaded._experiment.trials) == 7
 
     # a third run whose population starts from the library alone
-    config = KernelDiscoveryConfig(
-        start_kernels=library, keep_start_set=False, population_size=5, proposals_per_round=0
+    config = KernelDiscoveryConfig(  # no guard round: the one BO round chooses a member
+        start_kernels=library,
+        keep_start_set=False,
+        population_size=5,
+        proposals_per_round=0,
+        guard_rounds=0,
     )
     problem3 = Ackley(dim=20, effective_dim=5)
     strategy3 = kernel_discovery_generation_strategy(config, num_sobol=5, **FAST)

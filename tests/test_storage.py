@@ -46,8 +46,17 @@ DIM = 10
 NUM_SOBOL = 6
 Q = 1
 SEED = 0
+# the in-sample path, where every round chooses a member and strikes are judged from round 1
+# (the default's guard round and held-out path: test_prequential_selection_reloads_...)
 CONFIG = KernelDiscoveryConfig(
-    population_size=4, proposals_per_round=2, fit_maxiter=10, seed=SEED, fit_timeout=120.0
+    population_size=4,
+    proposals_per_round=2,
+    fit_maxiter=10,
+    seed=SEED,
+    fit_timeout=120.0,
+    criterion="lbo_crps",
+    guard_rounds=0,
+    keep_kernels=(),
 )
 FAST = {"num_restarts": 1, "raw_samples": 32, "maxiter": 20}
 

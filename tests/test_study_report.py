@@ -10,6 +10,7 @@ import pytest
 
 from ax_kernel_discovery.study import STUDY, StudyProtocol, study_configs
 from ax_kernel_discovery.study_report import (
+    checkpoint_comparison,
     chosen_timeline,
     kernel_family,
     paired_comparison,
@@ -281,6 +282,21 @@ def test_write_study_report_summary(tmp_path) -> None:
     assert "kd vs sl" in text and "3/0/0" in text
     assert (tmp_path / "docs" / "img" / "study_curves_p1.png").is_file()
     assert not math.isnan(summary["problems"]["p2"]["methods"]["sl"]["se"])
+
+
+def test_checkpoints_compare_the_seeds_both_sides_reached() -> None:
+    # a longer-budget kd run still going (seed 1 stopped at 3 evaluations) is left out of
+    # both sides' means at the checkpoints it has not reached, not only of the pairing
+    def run(method: str, seed: int, best: list[float]) -> dict:
+        return {"problem": "p", "method": method, "seed": seed, "best_so_far": best}
+
+    kd = [run("kd", 0, [1.0, 2.0, 3.0, 4.0]), run("kd", 1, [5.0, 5.0, 5.0])]
+    ax = [run("ax", 0, [0.0, 1.0, 2.0, 3.0]), run("ax", 1, [9.0, 9.0, 9.0, 9.0])]
+    rows = checkpoint_comparison(kd, ax, "p", "kd", "ax", False, checkpoints=(3, 4))
+    assert [r["evaluations"] for r in rows] == [3, 4]
+    assert rows[0]["mean"] == 4.0 and rows[0]["reference_mean"] == 5.5  # seeds 0 and 1
+    assert rows[1]["mean"] == 4.0 and rows[1]["reference_mean"] == 3.0  # seed 0 only
+    assert rows[1]["paired"]["n"] == 1 and rows[1]["paired"]["wins"] == 1
 
 
 def test_study_configs_order_and_protocol() -> None:

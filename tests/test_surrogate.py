@@ -24,7 +24,18 @@ set_ax_logger_levels(logging.WARNING)
 
 DIM = 20
 FAST = {"num_restarts": 2, "raw_samples": 64, "maxiter": 30}
-CONFIG = KernelDiscoveryConfig(population_size=6, proposals_per_round=2, fit_maxiter=60, seed=0)
+# the in-sample path (LBO-CRPS, no guard round, every member may go: the previous default);
+# the default held-out path (prequential, guard, kept kernels) is tested in
+# test_surrogate_selection.py
+CONFIG = KernelDiscoveryConfig(
+    population_size=6,
+    proposals_per_round=2,
+    fit_maxiter=60,
+    seed=0,
+    criterion="lbo_crps",
+    guard_rounds=0,
+    keep_kernels=(),
+)
 
 
 def objective(params: dict) -> float:
@@ -208,7 +219,7 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(tmp_path: Pat
     run_batch(client, 2)
     s = surrogate_of(client)
     assert recorder.calls[0] == (0, "MainThread")
-    assert recorder.criteria == {"lbo_crps"}  # prompts name the configured criterion
+    assert recorder.criteria == {"prequential"}  # prompts name the configured criterion
     assert (1, "MainThread") not in recorder.calls
     assert any(r == 1 and t.startswith("axkd-propose") for r, t in recorder.calls)
     assert s.history[1].timings.get("proposer:prefetched") == 1.0

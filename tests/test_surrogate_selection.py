@@ -26,7 +26,15 @@ from ax_kernel_discovery.surrogate_fitting import GUARD_NAME
 
 DIM = 6
 NAMES = [f"x{i}" for i in range(DIM)]
-FAST = {"population_size": 5, "proposals_per_round": 0, "fit_maxiter": 25, "seed": 0}
+# each test names the rules it exercises (the default's guard round and kept kernels off)
+FAST = {
+    "population_size": 5,
+    "proposals_per_round": 0,
+    "fit_maxiter": 25,
+    "seed": 0,
+    "guard_rounds": 0,
+    "keep_kernels": (),
+}
 
 
 def _raw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,6 +101,29 @@ def test_the_guarded_start_hands_the_acquisition_axs_default_model() -> None:
     assert isinstance(model, KernelDiscoveryGP)
 
 
+def test_the_default_guards_then_chooses_by_heldout_forecast_and_keeps_plain_kernels() -> None:
+    # the default configuration, with a population small enough that truncation bites
+    s = KernelDiscoverySurrogate(
+        KernelDiscoveryConfig(population_size=3, proposals_per_round=2, fit_maxiter=25, seed=0)
+    )
+    s.objective_weights = {"f": -1.0}
+    X, y = _raw(24)
+    for n in (12, 16, 20, 24):
+        _round(s, X[:n], y[:n])
+        assert {"RBF", "Matern52"} <= set(s.population.names)  # never truncated
+    first, *later = s.history
+    assert first.guarded and first.chosen == GUARD_NAME and first.chosen_score is None
+    for rec in later:
+        # held-out losses of the members that forecast the newest batch; the lowest wins
+        assert rec.scores and not rec.guarded and rec.fit_scores
+        assert rec.chosen == min(rec.scores, key=lambda k: (rec.scores[k], k))
+        assert rec.chosen_score == rec.scores[rec.chosen] and rec.chosen in rec.population
+    rbf = s.population.get("RBF")
+    assert rbf.score == pytest.approx(rbf.heldout_loss("log", 3))
+    held = s.population.get("RBF").heldout
+    assert [h.round for h in held] == [0, 1, 2]  # one forecast per batch since round 0
+
+
 def test_a_new_kernel_waits_for_its_first_forecast_and_is_not_truncated() -> None:
     X, y = _raw(20)
     s = _surrogate(criterion="prequential", proposals_per_round=2, population_size=5)
@@ -145,7 +176,7 @@ def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatc
     # population_size 2 and a parsimony tolerance: the cheapest near-tie ranks third; the
     # round used to truncate to 2 first and then fail with KeyError on its choice.
     X, y = _raw(12)
-    s = _surrogate(population_size=2, parsimony_tolerance=0.05)
+    s = _surrogate(population_size=2, parsimony_tolerance=0.05, criterion="lbo_crps")
 
     class _Fake:
         def __init__(self, k: int) -> None:

@@ -107,6 +107,10 @@ def _messages(user: str) -> Messages:
 
 #: How prompts name each selection criterion: (score label, what the ranking is by).
 CRITERION_WORDING: dict[str, tuple[str, str]] = {
+    "prequential": (
+        "held-out loss",
+        "how well their previous fit forecast the latest BO batches before they were observed",
+    ),
     "lbo_crps": (
         "LBO-CRPS",
         "their CRPS on the latest BO batches, each batch predicted from the other data",
