@@ -2,8 +2,9 @@
 
 Hartmann-6 hidden in 100 dimensions (94 coordinates do nothing). Sobol first, then each
 BO round evolves the kernel population with the offline operator, picks the kernel with
-the best score (LBO-CRPS by default: the CRPS of held-out BO batches) and proposes a batch
-with qLogNoisyExpectedImprovement.
+the best score (by default the held-out log score of each kernel's forecast of the latest
+batches; the first BO round uses Ax's default model) and proposes a batch with
+qLogNoisyExpectedImprovement.
 
     python examples/quickstart.py                # ~3-5 min on 2 CPU cores
     python examples/quickstart.py --rounds 3 --batch 2 --dim 50
