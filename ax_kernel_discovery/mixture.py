@@ -29,11 +29,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from botorch.models.model import Model
 from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
+from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
@@ -80,17 +81,21 @@ class KernelMixtureModel(Model):
         return 1
 
     @property
+    def _first(self) -> Model:
+        return cast(Model, self.models[0])
+
+    @property
     def batch_shape(self) -> torch.Size:
-        return self.models[0].batch_shape
+        return self._first.batch_shape
 
     @property
     def train_inputs(self) -> Any:
         """The (shared) training inputs of the first member (what BoTorch helpers read)."""
-        return self.models[0].train_inputs
+        return cast(Any, self._first).train_inputs
 
     @property
     def train_targets(self) -> Tensor:
-        return self.models[0].train_targets
+        return cast(Tensor, cast(Any, self._first).train_targets)
 
     def posterior(
         self,
@@ -105,11 +110,14 @@ class KernelMixtureModel(Model):
             raise ValueError(f"a kernel mixture has one output, got indices {output_indices}")
         means, covs = [], []
         for model in self.models:
-            post = model.posterior(X, observation_noise=observation_noise)
+            post = cast(
+                GPyTorchPosterior,
+                cast(Model, model).posterior(X, observation_noise=observation_noise),
+            )
             mvn = post.distribution
             means.append(mvn.mean)
             covs.append(mvn.covariance_matrix)
-        index = self._index.to(device=X.device)
+        index = cast(Tensor, self._index).to(device=X.device)
         mean = torch.stack(means, dim=-2).index_select(-2, index)
         cov = torch.stack(covs, dim=-3).index_select(-3, index)
         # a linear operator, as GPyTorch's own posteriors: a plain tensor would make torch

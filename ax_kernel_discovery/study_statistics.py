@@ -73,7 +73,7 @@ def paired_comparison(
     return out
 
 
-def paired_t_interval(diff: Sequence[float], level: float = 0.95) -> list[float]:
+def paired_t_interval(diff: Sequence[float] | np.ndarray, level: float = 0.95) -> list[float]:
     """Student-t interval of the mean of paired differences (``n - 1`` degrees of freedom).
 
     Example:
@@ -101,7 +101,7 @@ def sign_test(wins: int, losses: int) -> float:
     return float(binomtest(wins, wins + losses, 0.5).pvalue)
 
 
-def permutation_test(diff: Sequence[float]) -> float:
+def permutation_test(diff: Sequence[float] | np.ndarray) -> float:
     """Exact two-sided sign-flip permutation test of the mean paired difference.
 
     Under "no difference" each pair's sign is equally likely to be flipped; the p-value

@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
@@ -372,7 +372,7 @@ class KernelFittingMixin:
                 model = self._construct_model(dataset, search_space_digest, config, warm, False)
                 with torch.no_grad():
                     K, centred = prior_covariance(model)
-                    y = model.train_targets.reshape(-1)
+                    y = cast(Tensor, cast(Any, model).train_targets).reshape(-1)
                     head = y[: last.n]
                     scale = float(head.std(unbiased=True))
                     scale = scale if math.isfinite(scale) and scale > 0 else 1.0
