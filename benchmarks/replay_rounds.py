@@ -38,10 +38,12 @@ optimizer reported a failure (``OptimizationWarning``) are counted.
         --study benchmarks/results/study/preq_keep --rounds 1 \\
         --kd-config '{"criterion": "prequential", "guard_rounds": 1, "keep_kernels": ["RBF", "Matern52"]}'
 
-The committed fixtures are rounds of the ``preq_keep`` study variant (prequential
-criterion, one guard round, RBF and Matern-5/2 kept): ``--study`` checks that each is a
-round of that variant's runs (same size, same chosen kernel, same ``kd_config``) and
-``--rounds`` keeps the first few per problem, for a cheap run.
+The committed fixtures are rounds of the ``preq_keep`` study variant's kd runs
+(prequential criterion, one guard round, RBF and Matern-5/2 kept): ``--study FOLDER``
+(the folder holding those runs: ``benchmarks/results/study/preq_keep``, or the study
+folder itself once they are the default's runs) checks that each is a round of them
+(same size, chosen kernel, ``kd_config`` and values) and ``--rounds`` keeps the first
+few per problem, for a cheap run.
 
 Torch runs single-threaded (``torch.set_num_threads(1)``, printed).
 """
