@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 import torch
 
 from ax_kernel_discovery.expression import short_name
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "kernel_cost", ROOT / "benchmarks" / "kernel_cost.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_short_names_parse_back_to_their_spec() -> None:
-    kc = _script()
+def test_short_names_parse_back_to_their_spec(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    kc = benchmark_script("kernel_cost")
     for name in kc.FAMILIES:
         assert short_name(kc.parse_short_name(name)) == name
     spec = kc.parse_short_name("(rbf+rbf@kumaraswamy)")
@@ -38,8 +26,10 @@ def test_short_names_parse_back_to_their_spec() -> None:
         kc.parse_short_name("rbf$")
 
 
-def test_step_costs_evaluate_the_family_model() -> None:
-    kc = _script()
+def test_step_costs_evaluate_the_family_model(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    kc = benchmark_script("kernel_cost")
     torch.set_num_threads(1)
     X = torch.rand(12, 4, dtype=torch.float64)
     Y = X.sum(-1, keepdim=True)

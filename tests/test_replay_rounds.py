@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -25,26 +25,17 @@ REPLAY = ROOT / "benchmarks" / "results" / "replay"
 PROBLEMS = ("rover100", "hartmann6_100", "lasso_dna", "svm")
 
 
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "replay_rounds", ROOT / "benchmarks" / "replay_rounds.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_arrays_round_trip_exactly() -> None:
-    rr = _script()
+def test_arrays_round_trip_exactly(benchmark_script: Callable[[str], ModuleType]) -> None:
+    rr = benchmark_script("replay_rounds")
     a = np.random.default_rng(0).random((7, 3))
     a[0, 0] = 1e-300
     np.testing.assert_array_equal(rr.decode_array(rr.encode_array(a)), a)
 
 
-def test_committed_fixtures_are_rounds_of_the_four_problems() -> None:
-    rr = _script()
+def test_committed_fixtures_are_rounds_of_the_four_problems(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
     fixtures = [rr.Fixture.load(p) for p in sorted(REPLAY.glob("*.json"))]
     assert {f.problem for f in fixtures} == set(PROBLEMS)
     for f in fixtures:
@@ -67,8 +58,10 @@ def test_committed_fixtures_are_rounds_of_the_four_problems() -> None:
             assert all(torch.isfinite(v).all() for v in params.values())
 
 
-def test_a_replayed_acquisition_uses_the_recorded_kernel_and_parameters() -> None:
-    rr = _script()
+def test_a_replayed_acquisition_uses_the_recorded_kernel_and_parameters(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
     torch.set_num_threads(1)
     fixture = rr.Fixture.load(REPLAY / "rover100__seed1__r3.json")
     candidate = fixture.chosen_candidate()
@@ -94,10 +87,12 @@ def _copy_checkpoint(cfg_out: Path, run_id: str, store: Path) -> Any:
 
 
 @pytest.mark.slow
-def test_extract_builds_the_round_from_checkpoints(tmp_path: Path) -> None:
+def test_extract_builds_the_round_from_checkpoints(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
     from ax_kernel_discovery.runner import run_experiment
 
-    rr = _script()
+    rr = benchmark_script("replay_rounds")
     out, store = tmp_path / "run", tmp_path / "store"
     store.mkdir()
     run_id = "branin100__kd__seed0"
@@ -140,7 +135,9 @@ def test_extract_builds_the_round_from_checkpoints(tmp_path: Path) -> None:
     assert refit["chosen"]["parameters_from"] in ("refit", "run")
 
 
-def test_lbfgs_through_a_kumaraswamy_warp_ends_without_failure() -> None:
+def test_lbfgs_through_a_kumaraswamy_warp_ends_without_failure(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
     """Regression (issue 21): a recorded acquisition sub-problem that failed in L-BFGS-B.
 
     The model is (rbf+rbf@kumaraswamy) fitted on rover100's round-9 data; from these
@@ -150,7 +147,7 @@ def test_lbfgs_through_a_kumaraswamy_warp_ends_without_failure() -> None:
     from botorch.exceptions.warnings import OptimizationWarning
     from botorch.generation.gen import gen_candidates_scipy
 
-    rr = _script()
+    rr = benchmark_script("replay_rounds")
     torch.set_num_threads(1)
     case = json.loads((ROOT / "tests" / "data" / "kumaraswamy_lbfgs_case.json").read_text())
     fixture = rr.Fixture.load(REPLAY / case["fixture"])
@@ -194,8 +191,10 @@ def _study_of(fixtures: list[Any], folder: Path) -> None:
         (folder / name).write_text(json.dumps(result))
 
 
-def test_fixtures_are_checked_against_the_study_and_limited_per_problem(tmp_path: Path) -> None:
-    rr = _script()
+def test_fixtures_are_checked_against_the_study_and_limited_per_problem(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    rr = benchmark_script("replay_rounds")
     fixtures = [rr.Fixture.load(p) for p in sorted(REPLAY.glob("rover100__seed1__*.json"))]
     assert [f.data["round"] for f in fixtures] == [3, 6]
     _study_of(fixtures, tmp_path / "study")
