@@ -10,9 +10,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -44,3 +48,19 @@ def data_dir() -> Path:
     from ax_kernel_discovery.benchmarks.datasets import bundled_file
 
     return bundled_file("rover_obstacle_centers.txt").parent
+
+
+@pytest.fixture
+def benchmark_script() -> Callable[[str], ModuleType]:
+    """Loads ``benchmarks/<name>.py`` (the scripts are not a package) as module ``name``."""
+
+    def load(name: str) -> ModuleType:
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,20 +22,11 @@ ISSUE_TABLE = {
 }
 
 
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "round_cost", ROOT / "benchmarks" / "round_cost.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.skipif(not STUDY.is_dir(), reason="no committed study runs")
-def test_table_matches_the_issue(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = _script()
+def test_table_matches_the_issue(
+    benchmark_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = benchmark_script("round_cost")
     table = rc.cost_table(STUDY, "lbo")  # the issue's kd: the previous default, LBO-CRPS
     assert list(table) == list(ISSUE_TABLE)
     for problem, expected in ISSUE_TABLE.items():
@@ -71,9 +62,11 @@ def _bo(fit: float, acq: float, chosen: str | None = None, **extra: Any) -> dict
 
 
 def test_variant_against_the_study_reference(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    benchmark_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    rc = _script()
+    rc = benchmark_script("round_cost")
     (tmp_path / "v").mkdir()
     init = {"kind": "init", "timings": {"fit": 0.0, "acquisition": 9.0}}
     files = {

@@ -49,6 +49,21 @@ class DiscoveredKernel(Kernel):
     def formula(self) -> str:
         return self.candidate.formula
 
+    @property
+    def batch_shape(self) -> torch.Size:
+        """``torch.Size([])``: the kernel is unbatched (its inner kernel is built unbatched).
+
+        GPyTorch's ``Kernel.batch_shape`` walks every sub-kernel's modules on each access
+        (and each sub-kernel walks its own again); GPyTorch reads it for every lazily
+        evaluated kernel matrix, so for a composite kernel the walk took about a quarter of
+        each acquisition step.
+        """
+        return self._batch_shape
+
+    @batch_shape.setter
+    def batch_shape(self, value: torch.Size) -> None:
+        self._batch_shape = value
+
     def expand_batch(self, *sizes: torch.Size | tuple[int, ...]) -> DiscoveredKernel:
         """The kernel itself: it is unbatched and broadcasts over any batch of inputs."""
         return self

@@ -13,6 +13,7 @@ import pickle
 import unittest
 from typing import Any
 
+import pytest
 import torch
 
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -109,3 +110,22 @@ def test_batch_shape_is_shared_not_batched() -> None:
     kernel = DiscoveredKernel(CANDIDATES["tree"].model_dump_json(), 3, batch_shape=torch.Size([2]))
     assert kernel.batch_shape == torch.Size([])
     assert kernel(torch.rand(2, 4, 3)).to_dense().shape == (2, 4, 4)
+
+
+def test_batch_shape_is_read_without_walking_the_sub_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GPyTorch reads ``batch_shape`` for every lazily evaluated kernel matrix; its default
+    walks every sub-kernel's modules on each read (issue 21: a quarter of an acquisition
+    step through a composite kernel). The wrapper is unbatched and answers directly."""
+    kernel = DiscoveredKernel(CANDIDATES["tree"].model_dump_json(), 3)
+
+    def walk(self: DiscoveredKernel) -> Any:
+        raise AssertionError("batch_shape walked the sub-kernels")
+
+    monkeypatch.setattr(DiscoveredKernel, "sub_kernels", walk)
+    assert kernel.batch_shape == torch.Size([])
+    x = torch.rand(2, 4, 3)
+    lazy = kernel(x, x[..., :3, :])
+    assert lazy.shape == (2, 4, 3)
+    assert lazy.to_dense().shape == (2, 4, 3)

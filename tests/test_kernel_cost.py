@@ -1,0 +1,39 @@
+"""benchmarks/kernel_cost.py: kernel families named by their short names, and one step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+import torch
+
+from ax_kernel_discovery.expression import short_name
+
+
+def test_short_names_parse_back_to_their_spec(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    kc = benchmark_script("kernel_cost")
+    for name in kc.FAMILIES:
+        assert short_name(kc.parse_short_name(name)) == name
+    spec = kc.parse_short_name("(rbf+rbf@kumaraswamy)")
+    assert [a["warp"] for a in spec["args"]] == ["identity", "kumaraswamy"]
+    assert kc.parse_short_name("rbf~iso")["ard"] is False
+    with pytest.raises(ValueError, match="mixed operators"):
+        kc.parse_short_name("(rbf+sl*rq)")
+    with pytest.raises(ValueError, match="not a kernel short name"):
+        kc.parse_short_name("rbf$")
+
+
+def test_step_costs_evaluate_the_family_model(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    kc = benchmark_script("kernel_cost")
+    torch.set_num_threads(1)
+    X = torch.rand(12, 4, dtype=torch.float64)
+    Y = X.sum(-1, keepdim=True)
+    model = kc._surrogate("(rbf+sl@tanh)", X, Y).model
+    assert short_name(model.covar_module.candidate.spec) == "(rbf+sl@tanh)"
+    step, raw = kc.step_costs("(rbf+sl@tanh)", X, Y, q=2, restarts=2, raw=4, repeats=1)
+    assert step > 0 and raw > 0

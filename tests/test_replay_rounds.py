@@ -1,0 +1,218 @@
+"""benchmarks/replay_rounds.py: recorded study rounds, extracted from checkpoints and replayed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from ax_kernel_discovery import KernelDiscoverySurrogate
+from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.runner.config import METRIC
+from ax_kernel_discovery.surrogate_state import decode_tensors
+
+ROOT = Path(__file__).resolve().parents[1]
+REPLAY = ROOT / "benchmarks" / "results" / "replay"
+PROBLEMS = ("rover100", "hartmann6_100", "lasso_dna", "svm")
+
+
+def test_arrays_round_trip_exactly(benchmark_script: Callable[[str], ModuleType]) -> None:
+    rr = benchmark_script("replay_rounds")
+    a = np.random.default_rng(0).random((7, 3))
+    a[0, 0] = 1e-300
+    np.testing.assert_array_equal(rr.decode_array(rr.encode_array(a)), a)
+
+
+def test_committed_fixtures_are_rounds_of_the_four_problems(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    fixtures = [rr.Fixture.load(p) for p in sorted(REPLAY.glob("*.json"))]
+    assert {f.problem for f in fixtures} == set(PROBLEMS)
+    for f in fixtures:
+        assert f.path is not None and f.path.stat().st_size < 450_000, f.name
+        n, dim = f.data["n"], f.data["dim"]
+        assert f.X.shape == (n, dim) and f.Y.shape == (n,) and np.isfinite(f.Y).all()
+        lower, upper = np.array(f.data["lower"]), np.array(f.data["upper"])
+        assert ((f.X >= lower) & (f.X <= upper)).all()
+        ds = f.dataset()  # standardized as Ax's StandardizeY does (ddof = 1)
+        assert float(ds.Y.mean()) == pytest.approx(0.0, abs=1e-12)
+        assert float(ds.Y.std()) == pytest.approx(1.0)
+        # the state is the one the round started from: one record per earlier BO round
+        surrogate = KernelDiscoverySurrogate(state=f.data["state"])
+        seen = [h.n for h in surrogate.history if h.outcome == METRIC]
+        assert len(seen) == f.data["round"] - 1 and (not seen or seen[-1] < n)
+        chosen = f.chosen_candidate()
+        if chosen is not None:
+            assert chosen.name == f.data["recorded"]["chosen"]
+            params = decode_tensors(f.data["chosen"]["parameters"])
+            assert all(torch.isfinite(v).all() for v in params.values())
+
+
+def test_a_replayed_acquisition_uses_the_recorded_kernel_and_parameters(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    torch.set_num_threads(1)
+    fixture = rr.Fixture.load(REPLAY / "rover100__seed1__r3.json")
+    candidate = fixture.chosen_candidate()
+    params = decode_tensors(fixture.data["chosen"]["parameters"])
+    surrogate = rr.fitted_surrogate(fixture, candidate, params)
+    model = surrogate.model
+    assert model.covar_module.candidate.name == candidate.name
+    for name, value in model.named_parameters():
+        torch.testing.assert_close(value.detach().float(), params[name])
+    options = rr.optimizer_options(1, 8, True, 2)
+    timing = rr.time_fixture(fixture, 1, {}, options, parts=("acquisition",))
+    assert set(timing.seconds) == {"kd_acq", "ax_acq"}
+    assert timing.round("kd") == timing.median("kd_acq") > 0
+    assert dict(timing.failures) == {"kd": 0, "ax": 0}
+
+
+def _copy_checkpoint(cfg_out: Path, run_id: str, store: Path) -> Any:
+    def on_round(record: dict[str, Any]) -> None:
+        src = cfg_out / "checkpoints" / f"{run_id}.json"
+        shutil.copy(src, store / f"{run_id}.r{record['round']}.json")
+
+    return on_round
+
+
+@pytest.mark.slow
+def test_extract_builds_the_round_from_checkpoints(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    from ax_kernel_discovery.runner import run_experiment
+
+    rr = benchmark_script("replay_rounds")
+    out, store = tmp_path / "run", tmp_path / "store"
+    store.mkdir()
+    run_id = "branin100__kd__seed0"
+    result = run_experiment(
+        "branin100",
+        "kd",
+        seed=0,
+        budget=14,
+        batch=3,
+        num_sobol=8,
+        out=str(out),
+        num_restarts=1,
+        raw_samples=8,
+        maxiter=5,
+        kd_config={"proposals_per_round": 1, "fit_maxiter": 5},
+        on_round=_copy_checkpoint(out, run_id, store),
+    )
+    rounds = [r for r in result["rounds"] if r["kind"] == "bo"]
+    r2 = rounds[1]
+    with pytest.raises(SystemExit, match="no checkpoint holds the state before round"):
+        rr.extract(out / f"{run_id}.json", [store / f"{run_id}.r2.json"], 2, None)
+    fixture = rr.extract(
+        out / f"{run_id}.json",
+        [store / f"{run_id}.r1.json", store / f"{run_id}.r2.json"],
+        2,
+        tmp_path / "fx.json",
+    )
+    f = rr.Fixture.load(tmp_path / "fx.json")
+    assert f.data == json.loads(json.dumps(fixture))
+    assert f.data["n"] == r2["n_before"] == 11 and f.X.shape == (11, 100)
+    values = [v for v in result["values"][:11]]
+    np.testing.assert_allclose(f.Y, values)
+    assert f.data["chosen"]["name"] == r2["chosen"]
+    assert f.data["chosen"]["parameters_from"] == "run"
+    # the replayed round starts from the recorded state and chooses as the run did
+    t = rr.time_fixture(f, 1, "run", rr.optimizer_options(1, 8, True, 5), parts=("fit",))
+    assert t.replay_choice == r2["chosen"]
+    # without the checkpoint after the round, the chosen kernel is refitted
+    refit = rr.extract(out / f"{run_id}.json", [store / f"{run_id}.r1.json"], 2, None)
+    assert refit["chosen"]["parameters_from"] in ("refit", "run")
+
+
+def test_lbfgs_through_a_kumaraswamy_warp_ends_without_failure(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    """Regression (issue 21): a recorded acquisition sub-problem that failed in L-BFGS-B.
+
+    The model is (rbf+rbf@kumaraswamy) fitted on rover100's round-9 data; from these
+    initial conditions, L-BFGS-B ended with status 2 (ABNORMAL line search) while the
+    Kumaraswamy warp clamped its inputs (flat edges beside steep slopes).
+    """
+    from botorch.exceptions.warnings import OptimizationWarning
+    from botorch.generation.gen import gen_candidates_scipy
+
+    rr = benchmark_script("replay_rounds")
+    torch.set_num_threads(1)
+    case = json.loads((ROOT / "tests" / "data" / "kumaraswamy_lbfgs_case.json").read_text())
+    fixture = rr.Fixture.load(REPLAY / case["fixture"])
+    candidate = KernelCandidate.model_validate(case["candidate"])
+    surrogate = rr.fitted_surrogate(fixture, candidate, decode_tensors(case["parameters"]))
+    acquisition = KernelDiscoveryAcquisition(
+        surrogate=surrogate,
+        search_space_digest=fixture.digest(),
+        torch_opt_config=rr.TorchOptConfig(objective_weights=fixture.objective_weights()),
+        botorch_acqf_class=rr.qLogNoisyExpectedImprovement,
+    )
+    bounds = torch.tensor([fixture.data["lower"], fixture.data["upper"]], dtype=torch.float64)
+    ic = torch.from_numpy(rr.decode_array(case["initial_conditions"]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gen_candidates_scipy(
+            initial_conditions=ic,
+            acquisition_function=acquisition.acqf,
+            lower_bounds=bounds[0],
+            upper_bounds=bounds[1],
+            options=case["options"],
+        )
+    failures = [str(w.message) for w in caught if issubclass(w.category, OptimizationWarning)]
+    assert not failures, failures
+
+
+def _study_of(fixtures: list[Any], folder: Path) -> None:
+    """A study folder whose kd run files recorded the fixtures' rounds."""
+    folder.mkdir(exist_ok=True)
+    runs: dict[str, dict[str, Any]] = {}
+    for f in sorted(fixtures, key=lambda f: -f.data["n"]):  # values: the longest run's
+        d = f.data
+        run = runs.setdefault(
+            f"{d['problem']}__kd__seed{d['seed']}.json",
+            {"rounds": [], "config": {"kd_config": d["kd_config"]}, "values": list(f.Y)},
+        )
+        run["rounds"].append(
+            {"round": d["round"], "n_before": d["n"], "chosen": d["recorded"]["chosen"]}
+        )
+    for name, result in runs.items():
+        (folder / name).write_text(json.dumps(result))
+
+
+def test_fixtures_are_checked_against_the_study_and_limited_per_problem(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    fixtures = [rr.Fixture.load(p) for p in sorted(REPLAY.glob("rover100__seed1__*.json"))]
+    assert [f.data["round"] for f in fixtures] == [3, 6]
+    _study_of(fixtures, tmp_path / "study")
+    kept = rr.select_fixtures(fixtures[::-1], tmp_path / "study", rounds=1)
+    assert [f.name for f in kept] == ["rover100__seed1__r3"]
+    assert len(rr.select_fixtures(fixtures, tmp_path / "study")) == 2
+    # a study whose run did not record round 6
+    _study_of(fixtures[:1], tmp_path / "short")
+    with pytest.raises(SystemExit, match="not round 6 of .*rover100__kd__seed1.json"):
+        rr.select_fixtures(fixtures, tmp_path / "short", rounds=1)
+    # a run whose objective values differ is not the fixture's run
+    run = tmp_path / "short" / "rover100__kd__seed1.json"
+    result = json.loads(run.read_text())
+    result["values"][0] += 1.0
+    run.write_text(json.dumps(result))
+    with pytest.raises(SystemExit, match="other values"):
+        rr.select_fixtures(fixtures[:1], tmp_path / "short")
+    with pytest.raises(SystemExit, match="no run rover100__kd__seed1.json"):
+        rr.select_fixtures(fixtures[:1], tmp_path)
+    with pytest.raises(SystemExit, match="--rounds must be at least 1"):
+        rr.select_fixtures(fixtures, rounds=0)
