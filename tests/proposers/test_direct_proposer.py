@@ -144,7 +144,7 @@ def covariance(x, y, p):
 
 
 def test_plumbing_direct_pair_style(reply: dict[str, Any]) -> None:
-    from ax_kernel_discovery.validation import validate_kernel_code
+    from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
     reply["text"] = PAIR_REPLY
     proposer = DirectCodeProposer(LLMClient("scripted/m", num_retries=0), code_style="pair")
