@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+from pydantic import ValidationError
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
