@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from torch.overrides import TorchFunctionMode
 
 from ax_kernel_discovery._deprecated import moved_names
-from ax_kernel_discovery.config import check_device_name
+from ax_kernel_discovery.devices import check_device_name
 
 __all__ = [
     "CheckTimeout",
