@@ -25,6 +25,7 @@ from ax_kernel_discovery.devices import (
     check_device_name,
     resolve_device,
 )
+from ax_kernel_discovery.library_format import library_entries
 from ax_kernel_discovery.selection import Criterion
 
 __all__ = [
@@ -393,8 +394,6 @@ class KernelDiscoveryConfig(BaseModel):
         """A library path or a list of kernels, as the library's (checksummed) entries."""
         if value is None:
             return None
-        from ax_kernel_discovery.library import library_entries
-
         return library_entries(value, validate=True)
 
     @model_validator(mode="after")
