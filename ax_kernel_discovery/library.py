@@ -53,7 +53,7 @@ from ax_kernel_discovery.library_format import (
     save_kernels,
     validate_library_kernel,
 )
-from ax_kernel_discovery.strategy import botorch_step, sobol_step
+from ax_kernel_discovery.strategy import check_num_sobol, sobol_then_botorch
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate import model_config_for as candidate_model_config
 
@@ -236,12 +236,14 @@ def fixed_kernel_generation_strategy(
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
     """
-    if num_sobol < 1:
-        raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
+    check_num_sobol(num_sobol)  # before the kernel's validation
     entry = get_kernel(kernel)
     surrogate = Surrogate(surrogate_spec=SurrogateSpec(model_configs=[model_config_for(entry)]))
-    step = botorch_step(
+    return sobol_then_botorch(
         surrogate,
+        f"Sobol+fixed:{entry.name}",
+        num_sobol,
+        seed,
         botorch_acqf_class=botorch_acqf_class or qLogNoisyExpectedImprovement,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
@@ -249,7 +251,4 @@ def fixed_kernel_generation_strategy(
         maxiter=maxiter,
         device=device,
         generator_name=f"Fixed-{entry.name}",
-    )
-    return GenerationStrategy(
-        name=f"Sobol+fixed:{entry.name}", nodes=[sobol_step(num_sobol, seed), step]
     )
