@@ -136,40 +136,42 @@ def test_import_contracts_hold() -> None:
     assert "0 broken" in proc.stdout
 
 
+def _broken_contracts_with(tmp_path: Path, module: str, added: str) -> str:
+    """``lint-imports``'s report on a copy of the package with ``added`` at the end of
+    ``module`` (a file under ``ax_kernel_discovery/``); the contracts must break."""
+    root = _copy_of_the_package(tmp_path)
+    path = root / "ax_kernel_discovery" / module
+    path.write_text(path.read_text() + added)
+    proc = _lint_imports(root)
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return " ".join(proc.stdout.split())
+
+
 def test_a_function_local_import_that_closes_a_cycle_breaks_the_contracts(
     tmp_path: Path,
 ) -> None:
     # the cycle issue 23 removed: config's start_kernels validator reaching up into the
     # surrogate (through library) from inside a function
-    root = _copy_of_the_package(tmp_path)
-    config = root / "ax_kernel_discovery" / "config.py"
-    config.write_text(
-        config.read_text()
-        + "\n\ndef _start_set() -> object:\n"
-        + "    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate\n\n"
-        + "    return KernelDiscoverySurrogate\n"
+    out = _broken_contracts_with(
+        tmp_path,
+        "config.py",
+        "\n\ndef _start_set() -> object:\n"
+        "    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate\n\n"
+        "    return KernelDiscoverySurrogate\n",
     )
-    proc = _lint_imports(root)
-    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
-    out = " ".join(proc.stdout.split())
     assert "Layers: a module imports only from layers below its own BROKEN" in out
     assert "No import cycles, between the modules and packages of every folder BROKEN" in out
     assert "ax_kernel_discovery.config -> ax_kernel_discovery.surrogate" in out
 
 
 def test_an_import_under_type_checking_counts_too(tmp_path: Path) -> None:
-    root = _copy_of_the_package(tmp_path)
-    population = root / "ax_kernel_discovery" / "population.py"
-    population.write_text(
-        population.read_text()
-        + "\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
-        + "    from ax_kernel_discovery.proposers.base import Proposer\n"
+    out = _broken_contracts_with(
+        tmp_path,
+        "population.py",
+        "\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from ax_kernel_discovery.proposers.base import Proposer\n",
     )
-    proc = _lint_imports(root)
-    assert proc.returncode == 1, proc.stdout[-4000:]
-    assert "ax_kernel_discovery.population -> ax_kernel_discovery.proposers.base" in " ".join(
-        proc.stdout.split()
-    )
+    assert "ax_kernel_discovery.population -> ax_kernel_discovery.proposers.base" in out
 
 
 def test_the_public_api_is_unchanged() -> None:
