@@ -37,7 +37,7 @@ def slow(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint + format check) and mypy."""
+    """ruff (lint + format check), mypy, and the import contracts (``lint-imports``)."""
     _install(session)
     session.run(
         "ruff", "check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py"
@@ -53,6 +53,7 @@ def lint(session: nox.Session) -> None:
         "noxfile.py",
     )
     session.run("mypy", "ax_kernel_discovery")
+    session.run("lint-imports")  # pyproject's [tool.importlinter]: layers, no cycles
 
 
 @nox.session

@@ -26,6 +26,7 @@ _disabled = logging.root.manager.disable
 if "ax" not in sys.modules:
     logging.disable(max(_disabled, logging.INFO))
 
+from ax_kernel_discovery._version import __version__ as __version__  # noqa: E402
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection  # noqa: E402
 from ax_kernel_discovery.config import KernelDiscoveryConfig  # noqa: E402
 from ax_kernel_discovery.library import (  # noqa: E402
@@ -52,7 +53,6 @@ register_storage()
 logging.disable(_disabled)
 del _disabled
 
-__version__ = "0.1.0"
 
 __all__ = [
     "KernelCandidate",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ax_kernel_discovery.expression import leaves
+from ax_kernel_discovery.storage import register_storage
 from ax_kernel_discovery.strategy import surrogate_of
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 
@@ -22,8 +23,7 @@ def load_surrogate(path: str | Path) -> KernelDiscoverySurrogate:
     """The kernel-discovery surrogate of an Ax Client saved with ``save_to_json_file``."""
     from ax.api import Client
 
-    import ax_kernel_discovery  # noqa: F401  (registers the storage classes)
-
+    register_storage()  # the surrogate's classes, for Ax's decoder
     client = Client.load_from_json_file(str(path))
     try:
         return find_surrogate(client)

@@ -45,10 +45,10 @@ from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.utils.evaluation import BIC
 
+from ax_kernel_discovery.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
 from ax_kernel_discovery.compositional_search import (
     COMPOSITIONAL_DEFAULTS,
     CompositionalSearchSurrogate,
@@ -57,7 +57,7 @@ from ax_kernel_discovery.compositional_search import (
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.strategy import botorch_step, sobol_step, surrogate_of
+from ax_kernel_discovery.strategy import sobol_then_botorch, surrogate_of
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, model_config_for
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
@@ -80,36 +80,8 @@ class MethodInfo:
     max_budget: int | None = None
 
 
-def _check_common(num_sobol: int) -> None:
-    if num_sobol < 1:
-        raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
-
-
-def _bo_strategy(
-    name: str,
-    surrogate: Any,
-    num_sobol: int,
-    seed: int,
-    botorch_acqf_class: type[AcquisitionFunction],
-    num_restarts: int,
-    raw_samples: int,
-    sample_around_best: bool,
-    maxiter: int,
-    device: str | None,
-    generator_name: str,
-) -> GenerationStrategy:
-    _check_common(num_sobol)
-    step = botorch_step(
-        surrogate,
-        botorch_acqf_class=botorch_acqf_class,
-        num_restarts=num_restarts,
-        raw_samples=raw_samples,
-        sample_around_best=sample_around_best,
-        maxiter=maxiter,
-        device=device,
-        generator_name=generator_name,
-    )
-    return GenerationStrategy(name=f"Sobol+{name}", nodes=[sobol_step(num_sobol, seed), step])
+def _bo_strategy(name: str, surrogate: Any, **options: Any) -> GenerationStrategy:
+    return sobol_then_botorch(surrogate, f"Sobol+{name}", **options)
 
 
 def fixed_kernel_surrogate(kernel: str) -> Surrogate:
@@ -225,8 +197,6 @@ def _build_compositional(**options: Any) -> GenerationStrategy:
 
 
 def _build_cake(**options: Any) -> GenerationStrategy:
-    from ax_kernel_discovery.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
-
     common = _common(options)
     config = options.pop("config", None)
     _no_more("cake", options)

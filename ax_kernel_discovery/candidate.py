@@ -12,11 +12,16 @@ LLM prompts and the reports show) plus exactly one way to build the GPyTorch ker
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ax_kernel_discovery.expression import acquisition_cost, build_kernel
+from ax_kernel_discovery.sandbox import load_kernel_class
 
 if TYPE_CHECKING:
     from gpytorch.kernels import Kernel
@@ -74,8 +79,6 @@ class KernelCandidate(BaseModel):
         :func:`ax_kernel_discovery.expression.acquisition_cost`); code kernels count 4."""
         if self.spec is None:
             return 4
-        from ax_kernel_discovery.expression import acquisition_cost
-
         return acquisition_cost(self.spec)
 
     def build(self, dim: int) -> Kernel:
@@ -85,12 +88,25 @@ class KernelCandidate(BaseModel):
         must have validated the code first (see :mod:`ax_kernel_discovery.validation`).
         """
         if self.spec is not None:
-            from ax_kernel_discovery.expression import build_kernel
-
             return build_kernel(self.spec, dim)
         from gpytorch.kernels import ScaleKernel
 
         return ScaleKernel(load_code_class(str(self.code), self.class_name)(ard_num_dims=dim))
+
+
+_KEY_BYTES = 8  # a key is 16 hex characters
+
+
+def encode_keys(keys: Iterable[str]) -> str:
+    """Content keys (:attr:`KernelCandidate.key`) -> base64 of their bytes (sorted:
+    deterministic), 8 bytes a key: how proposers save the keys they have seen."""
+    return base64.b64encode(b"".join(bytes.fromhex(k) for k in sorted(keys))).decode("ascii")
+
+
+def decode_keys(encoded: str) -> set[str]:
+    """Inverse of :func:`encode_keys`."""
+    raw = base64.b64decode(encoded)
+    return {raw[i : i + _KEY_BYTES].hex() for i in range(0, len(raw), _KEY_BYTES)}
 
 
 def _canonical(spec: Any) -> Any:
@@ -110,8 +126,6 @@ def load_code_class(code: str, class_name: str | None = None) -> type:
     """Load (once) the kernel class of untrusted ``code`` with restricted builtins."""
     key = (hashlib.sha256(code.encode()).hexdigest(), class_name)
     if key not in _CLASS_CACHE:
-        from ax_kernel_discovery.sandbox import load_kernel_class
-
         _CLASS_CACHE[key] = load_kernel_class(code, class_name)
     return _CLASS_CACHE[key]
 

@@ -19,37 +19,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ax_kernel_discovery.devices import (
+    DeviceUnavailableError,
+    check_device,
+    check_device_name,
+    resolve_device,
+)
+from ax_kernel_discovery.library_format import library_entries
 from ax_kernel_discovery.selection import Criterion
 
-
-def check_device_name(device: str) -> str:
-    """``device`` if it names a device this package runs on, else a ``ValueError`` saying so."""
-    if device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit()):
-        return device
-    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-
-
-def resolve_device(device: str | None = "auto") -> str:
-    """The torch device every method runs on: ``auto`` (or ``None``) is CUDA when available.
-
-    One resolution for all methods (kernel discovery, the fixed-kernel baselines, greedy
-    and compositional search, CAKE, Ax's default), so that their timings on one machine
-    compare the same device.
-
-    Raises:
-        ValueError: A malformed device string.
-        DeviceUnavailableError: CUDA asked for but not available (a ``RuntimeError``).
-
-    Example:
-        >>> resolve_device("cpu")
-        'cpu'
-    """
-    import torch
-
-    device = check_device_name(device or "auto")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return check_device(device)
+__all__ = [
+    "DeviceUnavailableError",
+    "KernelDiscoveryConfig",
+    "check_device",
+    "check_device_name",
+    "resolve_device",
+    "unknown_field_message",
+]
 
 
 class KernelDiscoveryConfig(BaseModel):
@@ -410,8 +396,6 @@ class KernelDiscoveryConfig(BaseModel):
         """A library path or a list of kernels, as the library's (checksummed) entries."""
         if value is None:
             return None
-        from ax_kernel_discovery.library import library_entries
-
         return library_entries(value, validate=True)
 
     @model_validator(mode="after")
@@ -483,43 +467,6 @@ class KernelDiscoveryConfig(BaseModel):
             DeviceUnavailableError: ``device`` names a CUDA device this torch cannot use.
         """
         return resolve_device(self.device)
-
-
-class DeviceUnavailableError(RuntimeError):
-    """A torch device was asked for that this machine or this torch build cannot use."""
-
-
-def check_device(device: str) -> str:
-    """``device`` if torch can use it here; a clear error before any evaluation otherwise.
-
-    Args:
-        device: A torch device string (``cpu``, ``cuda``, ``cuda:N``).
-
-    Returns:
-        ``device`` unchanged.
-
-    Raises:
-        DeviceUnavailableError: CUDA was asked for but is not available (a CPU-only torch
-            build, or no GPU), or ``cuda:N`` names a GPU that does not exist.
-    """
-    import torch
-
-    if not str(device).startswith("cuda"):
-        return device
-    if not torch.cuda.is_available():
-        build = "a CPU-only torch build" if torch.version.cuda is None else "no usable GPU"
-        raise DeviceUnavailableError(
-            f"device {device!r} was asked for but CUDA is not available ({build}, torch "
-            f"{torch.__version__}): use device 'cpu' (or 'auto', which picks CUDA when present)"
-        )
-    index = str(device).partition(":")[2]
-    if index and int(index) >= torch.cuda.device_count():
-        raise DeviceUnavailableError(
-            f"device {device!r} was asked for but this machine has "
-            f"{torch.cuda.device_count()} CUDA device(s): use cuda:0 .. "
-            f"cuda:{torch.cuda.device_count() - 1}, or 'auto'"
-        )
-    return device
 
 
 def unknown_field_message(name: str) -> str:

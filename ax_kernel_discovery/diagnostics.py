@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ax_kernel_discovery.selection import gaussian_crps
+
 BOUNDARY_TOL = 1e-4
 """Distance to a bound (in the unit cube) under which a coordinate counts as at the bound."""
 
@@ -113,8 +115,6 @@ def next_batch_scores(
         values to the models' targets cannot be recovered.
     """
     import torch
-
-    from ax_kernel_discovery.selection import gaussian_crps
 
     mask = np.array([v is not None and math.isfinite(v) for v in y_new], dtype=bool)
     train = [float(v) for v in y_train if v is not None and math.isfinite(v)]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
-from ax_kernel_discovery.proposers.base import MemberSummary
 
 #: The paper's start set.
 START_SET: tuple[str, ...] = ("rbf", "matern52", "rq", "bock", "sl")
@@ -27,6 +27,27 @@ def base_candidate(kernel: str, origin: str = "base") -> KernelCandidate:
 def start_candidates() -> list[KernelCandidate]:
     """RBF, Matern-5/2 and RQ (dimension-scaled priors), BOCK and SL."""
     return [base_candidate(k) for k in START_SET]
+
+
+@dataclass(frozen=True)
+class MemberSummary:
+    """What a proposer may know about one population member.
+
+    Attributes:
+        name: The member's name.
+        formula: Its mathematical formula.
+        origin: Where it came from (``start``, a proposer's name, ...).
+        score: Its selection score (lower is better), ``None`` before its first fit.
+        candidate: The member itself.
+        criterion: The selection criterion ``score`` is under (named in LLM prompts).
+    """
+
+    name: str
+    formula: str
+    origin: str
+    score: float | None
+    candidate: KernelCandidate
+    criterion: str = "loo_crps"
 
 
 class HeldOut(BaseModel):

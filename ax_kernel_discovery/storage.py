@@ -42,10 +42,15 @@ from ax.storage.json_store.encoders import (
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
 from ax.storage.transform_registry import register_transform
 
+from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+from ax_kernel_discovery.strategy import SobolHandOver
+from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+from ax_kernel_discovery.transforms import KeepNonFiniteOut
+
 if TYPE_CHECKING:
     from ax.api.configs import StorageConfig
-
-    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
 
 _DONE = False
 
@@ -64,8 +69,6 @@ def surrogate_record_to_dict(surrogate: KernelDiscoverySurrogate) -> dict[str, A
 def generation_node_with_state_to_dict(node: GenerationNode) -> dict[str, Any]:
     """Ax's ``generation_node_to_dict``; a kernel-discovery surrogate of the node's
     generator specs (what a reload continues from) is written in full."""
-    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
-
     out = generation_node_to_dict(node)
     specs = []
     for spec in out["generator_specs"]:
@@ -91,13 +94,6 @@ def register_storage() -> None:
     global _DONE
     if _DONE:
         return
-    from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
-    from ax_kernel_discovery.gp import KernelDiscoveryGP
-    from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
-    from ax_kernel_discovery.strategy import SobolHandOver
-    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
-    from ax_kernel_discovery.transforms import KeepNonFiniteOut
-
     register_kernel(DiscoveredKernel)
     register_transform(KeepNonFiniteOut)
     register_model(KernelDiscoveryGP)

@@ -229,6 +229,49 @@ def surrogate_of(source: GenerationStrategy | Any) -> Any:
     return None
 
 
+def check_num_sobol(num_sobol: int) -> int:
+    """``num_sobol`` if BO can start after that many Sobol trials; else a ``ValueError``."""
+    if num_sobol < 1:
+        raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
+    return num_sobol
+
+
+def sobol_then_botorch(
+    surrogate: Any,
+    name: str,
+    num_sobol: int = 20,
+    seed: int = 0,
+    **step_options: Any,
+) -> GenerationStrategy:
+    """``num_sobol`` seeded Sobol trials, then BO around ``surrogate``: every method's strategy.
+
+    Kernel discovery, the baselines and a library kernel differ only in ``surrogate``;
+    the Sobol design (:func:`sobol_step`) and the BO step (:func:`botorch_step`, which
+    checks the device and an LLM before any evaluation) are the same for all of them.
+
+    Args:
+        surrogate: The ``Surrogate`` instance of the BO step.
+        name: The strategy's name (``"Sobol+KernelDiscovery"``...).
+        num_sobol: Sobol trials before BO (paper: 20), checked by :func:`check_num_sobol`.
+        seed: Seed of the Sobol step.
+        **step_options: Arguments of :func:`botorch_step` (``botorch_acqf_class``,
+            ``num_restarts``, ``raw_samples``, ``sample_around_best``, ``maxiter``,
+            ``device``, ``generator_name``...).
+
+    Returns:
+        A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
+
+    Raises:
+        ValueError: ``num_sobol < 1``.
+
+    Example:
+        >>> gs = sobol_then_botorch(Surrogate(), "Sobol+AxDefault", num_sobol=10)  # doctest: +SKIP
+    """
+    check_num_sobol(num_sobol)
+    step = botorch_step(surrogate, **step_options)
+    return GenerationStrategy(name=name, nodes=[sobol_step(num_sobol, seed), step])
+
+
 def kernel_discovery_generation_strategy(
     config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
     num_sobol: int = 20,
@@ -278,31 +321,30 @@ def kernel_discovery_generation_strategy(
         config = KernelDiscoveryConfig()
     elif not isinstance(config, KernelDiscoveryConfig):
         config = KernelDiscoveryConfig.model_validate(dict(config))
-    if num_sobol < 1:
-        raise ValueError(f"num_sobol must be >= 1 (a GP needs data to start from), got {num_sobol}")
-    surrogate = surrogate or KernelDiscoverySurrogate(config)
-    steps: list[GenerationNode] = [
-        sobol_step(num_sobol, config.seed if seed is None else seed),
-        botorch_step(
-            surrogate,
-            botorch_acqf_class=botorch_acqf_class,
-            num_restarts=num_restarts,
-            raw_samples=raw_samples,
-            sample_around_best=sample_around_best,
-            maxiter=maxiter,
-            device=config.device,
-            generator_name="KernelDiscovery",
-        ),
-    ]
-    return GenerationStrategy(name="Sobol+KernelDiscovery", nodes=steps)
+    check_num_sobol(num_sobol)
+    return sobol_then_botorch(
+        surrogate or KernelDiscoverySurrogate(config),
+        "Sobol+KernelDiscovery",
+        num_sobol,
+        config.seed if seed is None else seed,
+        botorch_acqf_class=botorch_acqf_class,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        sample_around_best=sample_around_best,
+        maxiter=maxiter,
+        device=config.device,
+        generator_name="KernelDiscovery",
+    )
 
 
 __all__ = [
     "PAPER_ACQUISITION",
     "SobolHandOver",
     "botorch_step",
+    "check_num_sobol",
     "kernel_discovery_generation_strategy",
     "optimizer_options",
     "sobol_step",
+    "sobol_then_botorch",
     "surrogate_of",
 ]

@@ -45,10 +45,12 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.library_format import library_start_candidates
 from ax_kernel_discovery.mixture import KernelMixtureModel
-from ax_kernel_discovery.population import Population, start_candidates
+from ax_kernel_discovery.population import MemberSummary, Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.proposers.base import Proposal, Proposer
+from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.surrogate_admission import CandidateAdmissionMixin
 from ax_kernel_discovery.surrogate_fitting import (
@@ -371,8 +373,6 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
     def _new_population(self, dim: int | None = None) -> Population:
         start = start_candidates()
         if self.config.start_kernels:  # a kernel library seeds the population (validated)
-            from ax_kernel_discovery.library import library_start_candidates
-
             start = library_start_candidates(self.config, dim)
         return Population(
             start,
@@ -438,8 +438,6 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 else "no new kernel this round (fallback_to_offline=False)",
             )
         if fallback:
-            from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-
             offline = OfflineEvolutionProposer(seed=self.config.seed).propose(
                 pop.summaries(self.config.criterion), dim, n, self.round_index
             )

@@ -23,6 +23,8 @@ from ax_kernel_discovery.diversity import (
 from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.round_record import RoundRecord
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
+from ax_kernel_discovery.validation import check_kernel
 
 
 class CandidateAdmissionMixin:
@@ -51,8 +53,6 @@ class CandidateAdmissionMixin:
         that a kernel is admitted on a GPU exactly when it works there. Every other
         candidate is recorded in ``rec.rejected`` with its stage and reason.
         """
-        from ax_kernel_discovery.validation import check_kernel, validate_kernel_code
-
         device = str(device)
         accepted: list[KernelCandidate] = []
         points = reference_points(dim, n=40, seed=self.config.seed).to(device)

@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from pydantic import BaseModel
 from torch import Tensor
+
+from ax_kernel_discovery.candidate import decode_keys, encode_keys
 
 __all__ = [
     "LastChoice",
@@ -143,14 +145,3 @@ def decode_tensors(encoded: Mapping[str, Any]) -> dict[str, Tensor]:
     if start != values.size:
         raise ValueError(f"encoded tensors hold {values.size} numbers, the shapes {start}")
     return out
-
-
-def encode_keys(keys: Iterable[str]) -> str:
-    """16-hex-character content keys -> base64 of their bytes (sorted: deterministic)."""
-    return base64.b64encode(b"".join(bytes.fromhex(k) for k in sorted(keys))).decode("ascii")
-
-
-def decode_keys(encoded: str) -> set[str]:
-    """Inverse of :func:`encode_keys`."""
-    raw = base64.b64decode(encoded)
-    return {raw[i : i + _DIGEST_BYTES].hex() for i in range(0, len(raw), _DIGEST_BYTES)}

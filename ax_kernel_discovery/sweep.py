@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ax_kernel_discovery.executors import make_executor
 from ax_kernel_discovery.runner import (
     RunConfig,
     UserInputError,
@@ -126,8 +127,6 @@ def run_configs(
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the given configs (finished ones are skipped) on an executor, as :func:`sweep`."""
-    from ax_kernel_discovery.executors import make_executor
-
     for cfg in cfgs:  # device and LLM of every run still to do, before any of them starts
         if finished_result(cfg.result_path, cfg.budget) is None:
             check_before_evaluations(cfg)

@@ -32,8 +32,8 @@ expression tree) joins the population only if it passes, in order:
 
 :func:`check_kernel` runs the checks in this process and is meant for trusted
 factories (the package's own kernels, expression trees). Untrusted source goes through
-:func:`validate_kernel_code`, which runs the same checks in a resource-limited child
-process (:mod:`ax_kernel_discovery.sandbox`). No check raises: every failure is a
+:func:`~ax_kernel_discovery.sandbox.validate.validate_kernel_code`, which runs the same
+checks in a resource-limited child process (:mod:`ax_kernel_discovery.sandbox`). No check raises: every failure is a
 :class:`ValidationResult` with ``ok=False``, the ``stage`` that failed and a readable
 ``reason``.
 
@@ -58,15 +58,20 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.overrides import TorchFunctionMode
 
-from ax_kernel_discovery.config import check_device_name
+from ax_kernel_discovery._deprecated import moved_names
+from ax_kernel_discovery.devices import check_device_name
 
 __all__ = [
     "CheckTimeout",
     "ValidationOptions",
     "ValidationResult",
     "check_kernel",
-    "validate_kernel_code",
 ]
+
+# validate_kernel_code runs these checks in the sandbox, a layer above this module
+__getattr__ = moved_names(
+    __name__, {"validate_kernel_code": "ax_kernel_discovery.sandbox.validate"}
+)
 
 STAGES = (
     "syntax",
@@ -245,6 +250,10 @@ def _describe(err: BaseException) -> str:
     if len(first) > 300:
         first = first[:300] + "..."
     return f"{type(err).__name__}: {first}" if first else type(err).__name__
+
+
+describe_error = _describe
+"""An exception in one line: its type and the first line of its message (300 characters)."""
 
 
 def _is_memory_error(err: BaseException) -> bool:
@@ -618,30 +627,3 @@ def _check_fit(
             raise _Failure("fit", "fit: posterior at 5 test points is not finite")
         if (var < -1e-8).any():
             raise _Failure("fit", "fit: posterior variance is negative")
-
-
-def validate_kernel_code(
-    code: str, dim: int, class_name: str | None = None, **options: Any
-) -> ValidationResult:
-    """Validate untrusted kernel source in a resource-limited child process.
-
-    The source is first checked statically (:func:`~ax_kernel_discovery.sandbox.check_source`),
-    then loaded with restricted builtins and run through :func:`check_kernel` with
-    ``factory = lambda d: cls(ard_num_dims=d)`` in the child.
-
-    Args:
-        code: Source of a module defining a ``gpytorch.kernels.Kernel`` subclass.
-        dim: Input dimension D.
-        class_name: Class to take (first Kernel subclass defined in ``code`` if None).
-        **options: Fields of :class:`ValidationOptions`.
-
-    Returns:
-        The :class:`ValidationResult`; never raises for bad code.
-    """
-    from ax_kernel_discovery.sandbox import run_isolated
-
-    try:
-        opts = ValidationOptions(**options)
-    except Exception as err:  # noqa: BLE001 - bad options are a caller error, but report it
-        return ValidationResult(False, f"error: bad options ({_describe(err)})", "error")
-    return run_isolated(code, dim, class_name, opts)

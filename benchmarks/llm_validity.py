@@ -3,7 +3,7 @@
 For each mode, the proposer is asked for N kernels (in calls of ``--per-call``) from
 the seed population (RBF, Matern-5/2, RQ, BOCK, SL formulas; no data, no scores), and
 every returned class goes through
-:func:`ax_kernel_discovery.validation.validate_kernel_code` (sandboxed: syntax, load,
+:func:`ax_kernel_discovery.sandbox.validate.validate_kernel_code` (sandboxed: syntax, load,
 shape, diag, gradient, PSD, finite, GP fit). Printed per mode:
 
 * acceptance rate (accepted / N asked);
@@ -42,7 +42,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from ax_kernel_discovery.candidate import KernelCandidate  # noqa: E402
 from ax_kernel_discovery.diversity import cosine_similarity, gram_signature, reference_points  # noqa: E402
-from ax_kernel_discovery.llm.client import LLMClient, make_client  # noqa: E402
+from ax_kernel_discovery.llm.client import LLMClient  # noqa: E402
+from ax_kernel_discovery.llm.factory import make_client  # noqa: E402
 from ax_kernel_discovery.llm.local_model import QWEN_GGUF  # noqa: E402
 from ax_kernel_discovery.llm.templates import seed_formulas  # noqa: E402
 from ax_kernel_discovery.population import start_candidates  # noqa: E402
@@ -124,7 +125,7 @@ def run_mode(
     conversion_style: str = "class",
 ) -> dict[str, Any]:
     """Ask for ``n`` kernels in calls of ``per_call``; validate every candidate."""
-    from ax_kernel_discovery.validation import validate_kernel_code
+    from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
     members = seed_population()
     proposer: Proposer

@@ -139,7 +139,8 @@ def test_llm_option_sets_the_llm_proposer() -> None:
     from ax_kernel_discovery.cli import _settings, build_parser
     from ax_kernel_discovery.config import KernelDiscoveryConfig
     from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
-    from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import proposer_from_config
+    from ax_kernel_discovery.proposers.llm import LLMProposer
 
     argv = ["run", "--problem", "rover60", "--method", "kd", "--llm", "local"]
     settings = _settings(build_parser().parse_args(argv))

@@ -35,11 +35,11 @@ from ax_kernel_discovery.sandbox import (
     run_isolated,
 )
 from ax_kernel_discovery.sandbox.isolation import address_space_limit_mb, startup_address_space_mb
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 from ax_kernel_discovery.validation import (
     ValidationOptions,
     ValidationResult,
     check_kernel,
-    validate_kernel_code,
 )
 
 CORPUS = Path(__file__).parent / "kernel_corpus"

@@ -17,13 +17,21 @@ from ax.generators.torch.botorch_modular.optimizer_defaults import NUM_RESTARTS,
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
     KernelDiscoverySurrogate,
+    baselines,
     botorch_step,
     kernel_discovery_generation_strategy,
+    library,
     surrogate_of,
 )
 from ax_kernel_discovery.config import DeviceUnavailableError
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
-from ax_kernel_discovery.strategy import PAPER_ACQUISITION, SobolHandOver, optimizer_options
+from ax_kernel_discovery.population import base_candidate
+from ax_kernel_discovery.strategy import (
+    PAPER_ACQUISITION,
+    SobolHandOver,
+    optimizer_options,
+    sobol_then_botorch,
+)
 from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
 
 torch.set_num_threads(1)
@@ -148,3 +156,49 @@ def test_the_papers_settings_are_one_argument_away() -> None:
         )["raw_samples"]
         == RAW_SAMPLES
     )
+
+
+def test_every_method_is_built_by_one_sobol_then_botorch_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ax_kernel_discovery.strategy as strategy
+
+    built: list[tuple[str, int, int, str]] = []
+    builder = strategy.sobol_then_botorch
+
+    def spy(surrogate, name, num_sobol=20, seed=0, **options):  # noqa: ANN001, ANN003, ANN202
+        built.append((name, num_sobol, seed, options["generator_name"]))
+        return builder(surrogate, name, num_sobol, seed, **options)
+
+    monkeypatch.setattr(strategy, "sobol_then_botorch", spy)
+    monkeypatch.setattr(library, "sobol_then_botorch", spy)
+    monkeypatch.setattr(baselines, "sobol_then_botorch", spy)
+    gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(seed=3), num_sobol=7)
+    baselines.get_method("rbf", num_sobol=4, seed=2)
+    library.fixed_kernel_generation_strategy(base_candidate("sl"), num_sobol=5, seed=1)
+    assert built == [
+        ("Sobol+KernelDiscovery", 7, 3, "KernelDiscovery"),
+        ("Sobol+rbf", 4, 2, "Fixed-rbf"),
+        ("Sobol+fixed:SL", 5, 1, "Fixed-SL"),
+    ]
+    sobol, bo = gs._nodes
+    assert gs.name == "Sobol+KernelDiscovery"
+    assert [c.threshold for c in sobol._pausing_criteria] == [7]
+    assert bo.generator_specs[0].generator_kwargs["surrogate"] is surrogate_of(gs)
+
+
+def test_one_num_sobol_message_before_any_other_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_validation(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the kernel was validated before num_sobol was checked")
+
+    monkeypatch.setattr(library, "model_config_for", no_validation)
+    message = "num_sobol must be >= 1 (a GP needs data to start from), got 0"
+    for build in (
+        lambda: kernel_discovery_generation_strategy(num_sobol=0),
+        lambda: baselines.get_method("rbf", num_sobol=0),
+        lambda: library.fixed_kernel_generation_strategy(base_candidate("sl"), num_sobol=0),
+        lambda: sobol_then_botorch(KernelDiscoverySurrogate(), "Sobol+KD", num_sobol=0),
+    ):
+        with pytest.raises(ValueError) as err:
+            build()
+        assert str(err.value) == message

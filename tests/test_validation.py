@@ -22,13 +22,13 @@ from gpytorch.kernels import (
 from pydantic import ValidationError
 
 from ax_kernel_discovery.sandbox import load_kernel_class
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 from ax_kernel_discovery.validation import (
     CheckTimeout,
     ValidationOptions,
     ValidationResult,
     _inputs,
     check_kernel,
-    validate_kernel_code,
 )
 
 CORPUS = Path(__file__).parent / "kernel_corpus"

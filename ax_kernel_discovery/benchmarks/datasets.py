@@ -30,6 +30,7 @@ from ax_kernel_discovery.benchmarks.base import DATA_DIR_ENV, setting_path
 
 __all__ = [
     "CT_SLICE_FULL",
+    "FULL_FILE_NAMES",
     "DATA_FILES",
     "DataFile",
     "DataFileStatus",
@@ -111,6 +112,13 @@ DATA_FILES: dict[str, DataFile] = {
     )
 }
 """The bundled data files by name."""
+
+FULL_FILE_NAMES = (
+    "slice_localization_data.csv",
+    "slice_localization_data.csv.gz",
+    "slice_localization_data.csv.xz",
+)
+"""Names the full CT-slice file may have in the user's data folder (svm reads the first found)."""
 
 CT_SLICE_FULL = (
     "full CT-slice file (53,500 rows): download the dataset 'Relative location of CT slices "
@@ -259,8 +267,6 @@ def data_status(explicit_dir: str | Path | None = None) -> list[DataFileStatus]:
     Raises:
         FileNotFoundError: The user's folder is set but does not exist.
     """
-    from ax_kernel_discovery.benchmarks.svm import FULL_FILE_NAMES
-
     folder = override_dir(explicit_dir)
     rows: list[DataFileStatus] = []
     for info in DATA_FILES.values():

@@ -41,17 +41,13 @@ import numpy as np
 
 from ax_kernel_discovery.benchmarks import datasets
 from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.datasets import FULL_FILE_NAMES
 
 __all__ = ["SVM", "load_ct_slice"]
 
 N_FEATURES = 385
 DIM = N_FEATURES + 3
 SEED = 388
-FULL_FILE_NAMES = (
-    "slice_localization_data.csv",
-    "slice_localization_data.csv.gz",
-    "slice_localization_data.csv.xz",
-)
 SAMPLE_FILE_NAME = "ct_slice_sample.csv.gz"
 
 

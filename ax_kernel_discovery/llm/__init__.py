@@ -1,7 +1,8 @@
 """LLM access for kernel discovery: the litellm client, prompts, reply parsing, local model.
 
 * :mod:`~ax_kernel_discovery.llm.client`: :class:`LLMClient` (retries, cost ledger,
-  response cache with record/replay), :func:`make_client` (``"local"`` included);
+  response cache with record/replay);
+* :mod:`~ax_kernel_discovery.llm.factory`: :func:`make_client` (``"local"`` included);
 * :mod:`~ax_kernel_discovery.llm.cache` and :mod:`~ax_kernel_discovery.llm.ledger`: the
   client's response cache (keys, files) and cost ledger (records, totals);
 * :mod:`~ax_kernel_discovery.llm.templates`: the stage prompts built from
@@ -19,8 +20,8 @@ from ax_kernel_discovery.llm.client import (
     LLMClient,
     LLMError,
     LLMRequest,
-    make_client,
 )
+from ax_kernel_discovery.llm.factory import make_client
 from ax_kernel_discovery.llm.ledger import LedgerRecord
 from ax_kernel_discovery.llm.parsing import (
     CodeBlock,

@@ -35,8 +35,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.llm.cache import Message, ResponseCache, cache_key
 from ax_kernel_discovery.llm.ledger import LedgerRecord, ledger_summary
+
+# make_client starts the local server (local_model), which sits above this module
+__getattr__ = moved_names(__name__, {"make_client": "ax_kernel_discovery.llm.factory"})
 
 #: Documented environment variables (read here and nowhere else).
 ENV_MODEL = "AXKD_LLM_MODEL"
@@ -120,7 +124,8 @@ class LLMClient:
     Args:
         model: litellm model string (``gpt-4o``, ``anthropic/claude-sonnet-4-5``,
             ``ollama/qwen2.5-coder``, ``openai/<alias>`` with ``api_base``). Defaults
-            to ``$AXKD_LLM_MODEL``. ``"local"`` is handled by :func:`make_client`.
+            to ``$AXKD_LLM_MODEL``. ``"local"`` is handled by
+            :func:`~ax_kernel_discovery.llm.factory.make_client`.
         api_base: Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio,
             the local GGUF). Defaults to ``$AXKD_LLM_API_BASE``.
         temperature: Default sampling temperature.
@@ -445,30 +450,6 @@ class LLMClient:
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, mode={self.mode!r})"
-
-
-def make_client(model: str | None = None, **kwargs: Any) -> LLMClient:
-    """An :class:`LLMClient`; ``model="local"`` first starts the local GGUF server.
-
-    Args:
-        model: litellm model string, ``"local"``, or None for ``$AXKD_LLM_MODEL``.
-        **kwargs: :class:`LLMClient` arguments; for ``"local"`` also ``model_path``,
-            ``n_threads``, ``n_ctx``, ``download`` (see
-            :class:`~ax_kernel_discovery.llm.local_model.LocalLLMServer`).
-    """
-    model = model or os.environ.get(ENV_MODEL)
-    local = {
-        k: kwargs.pop(k)
-        for k in ("model_path", "n_threads", "n_ctx", "n_parallel", "download")
-        if k in kwargs
-    }
-    if model == "local":
-        from ax_kernel_discovery.llm.local_model import LocalLLMServer
-
-        kwargs.pop("api_base", None)  # the local server has its own address
-        server = LocalLLMServer(local.pop("model_path", None), **local)
-        return server.client(**kwargs)
-    return LLMClient(model, **kwargs)
 
 
 def error_kind(exc: BaseException, litellm: Any = None) -> ErrorKind:

@@ -35,10 +35,9 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ax_kernel_discovery.llm.client import LLMClient
+from ax_kernel_discovery.llm.client import LLMClient
 
 #: Environment variable with the path of a GGUF file used by ``llm_model="local"``.
 logger = logging.getLogger(__name__)
@@ -383,8 +382,6 @@ class LocalLLMServer:
 
         Keyword arguments go to the client (temperature, cache_dir, mode, ...).
         """
-        from ax_kernel_discovery.llm.client import LLMClient
-
         self.start()
         client = LLMClient(model=self.litellm_model, api_base=self.api_base, **kwargs)
         client._owned_server = self

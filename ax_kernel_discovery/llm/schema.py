@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ax_kernel_discovery.expression import DISTANCE_KERNELS, LEAVES, WARPS
+from ax_kernel_discovery.llm.client import import_litellm
 
 __all__ = [
     "Decoding",
@@ -204,8 +205,6 @@ def decoding_for(model: str | None, api_base: str | None = None) -> Decoding:
     if model.startswith(("openai/", "hosted_vllm/", "lm_studio/")) and api_base:
         return "schema"  # llama.cpp, vLLM, LM Studio: json_schema response_format
     try:
-        from ax_kernel_discovery.llm.client import import_litellm
-
         litellm = import_litellm()
         return "schema" if litellm.supports_response_schema(model=model) else "none"
     except Exception:  # noqa: BLE001 - unknown model: be conservative

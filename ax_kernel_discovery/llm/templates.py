@@ -7,7 +7,7 @@ their own files and are switched on or off with :class:`PromptOptions` for the
 paper's ablations. Templates use :class:`string.Template` placeholders (``$name``),
 so braces in code examples need no escaping.
 
-Only formulas and scores reach a prompt (:class:`MemberSummary`), never observations.
+Only formulas and scores reach a prompt (:class:`~ax_kernel_discovery.population.MemberSummary`), never observations.
 
 Example:
     >>> msgs = conversion_messages("k(x, x') = exp(-||x - x'||^2)", dim=10)
@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
+from ax_kernel_discovery.expression import LEAVES, WARPS
 from ax_kernel_discovery.llm.parsing import (
     FormulaBlock,
     extract_function_block,
     forward_fingerprint,
 )
-from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.population import MemberSummary
 
 __all__ = [
     "FUNCTION_STYLES",
@@ -243,8 +244,6 @@ def expression_messages(
     operators and the size limits), the ranked population as trees and the last
     rounds' refusals, and asks for ``{"kernels": [{"rationale", "kernel"}]}``.
     """
-    from ax_kernel_discovery.expression import LEAVES, WARPS
-
     options = options or PromptOptions()
     user = _render(
         "expression_discovery",

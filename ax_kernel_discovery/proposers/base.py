@@ -1,7 +1,7 @@
 """The proposer interface: population formulas in, candidate kernels out.
 
 A proposer never sees raw observations and never fits a GP: it gets the population's
-formulas with their scores (:class:`MemberSummary`) and returns new
+formulas with their scores (:class:`~ax_kernel_discovery.population.MemberSummary`) and returns new
 :class:`~ax_kernel_discovery.candidate.KernelCandidate` objects plus the rejections it
 already knows about (e.g. unparsable LLM replies). Proposers do not import Ax.
 """
@@ -13,29 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ax_kernel_discovery.candidate import KernelCandidate, Rejection
-from ax_kernel_discovery.surrogate_state import decode_keys, encode_keys
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection, decode_keys, encode_keys
+from ax_kernel_discovery.population import MemberSummary
 
-
-@dataclass(frozen=True)
-class MemberSummary:
-    """What a proposer may know about one population member.
-
-    Attributes:
-        name: The member's name.
-        formula: Its mathematical formula.
-        origin: Where it came from (``start``, a proposer's name, ...).
-        score: Its selection score (lower is better), ``None`` before its first fit.
-        candidate: The member itself.
-        criterion: The selection criterion ``score`` is under (named in LLM prompts).
-    """
-
-    name: str
-    formula: str
-    origin: str
-    score: float | None
-    candidate: KernelCandidate
-    criterion: str = "loo_crps"
+__all__ = ["MemberSummary", "Proposal", "Proposer", "SeenKeysMixin"]
 
 
 @dataclass

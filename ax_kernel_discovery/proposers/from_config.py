@@ -3,7 +3,7 @@
 :func:`proposer_from_config` picks the proposer (``proposer`` and ``proposal_format``)
 and :func:`llm_client_kwargs` turns the config's ``llm_*`` fields into
 :class:`~ax_kernel_discovery.llm.client.LLMClient` arguments (shared with CAKE).
-Proposers are imported lazily: this module sits below them.
+This module sits above the proposers it builds.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ax_kernel_discovery.llm.setup_check import check_llm_setup
 from ax_kernel_discovery.proposers.base import Proposer
+from ax_kernel_discovery.proposers.direct import DirectCodeProposer
+from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
+from ax_kernel_discovery.proposers.llm import LLMProposer
 
 if TYPE_CHECKING:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
@@ -104,8 +107,6 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         "feedback_rounds": config.feedback_rounds,
     }
     if config.resolved_proposal_format() == "expression":
-        from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
-
         common.pop("repair")  # trees are valid by construction: nothing to repair
         if model == "local" and "llm_temperature" not in config.model_fields_set:
             common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
@@ -114,13 +115,9 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
     if style == "auto":  # small local models write far more valid pair functions
         style = "pair" if model == "local" else "class"
     if config.proposer == "direct":
-        from ax_kernel_discovery.proposers.direct import DirectCodeProposer
-
         return DirectCodeProposer(
             model, code_style="pair" if style == "pair" else "class", **common
         )
-    from ax_kernel_discovery.proposers.llm import LLMProposer
-
     return LLMProposer(
         model,
         num_formulas=config.num_formulas,

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
-from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest, make_client
+from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
+from ax_kernel_discovery.llm.factory import make_client
 from ax_kernel_discovery.llm.function_kernel import build_kernel_source, kernel_class_name
 from ax_kernel_discovery.llm.parsing import (
     CodeBlock,
@@ -48,6 +49,7 @@ from ax_kernel_discovery.llm.templates import (
     repair_messages,
 )
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
 __all__ = ["FeedbackItem", "LLMProposerBase"]
 
@@ -428,10 +430,6 @@ class LLMProposerBase(Proposer):
         self, candidates: list[KernelCandidate], dim: int, round_index: int
     ) -> tuple[list[KernelCandidate], dict[str, float]]:
         """Validate each candidate; send failures back once. Returns the new list."""
-        try:
-            from ax_kernel_discovery.validation import validate_kernel_code
-        except ImportError:  # pragma: no cover - validation is part of the package
-            return candidates, {"repair_skipped": 1.0}
         options = {"fit_timeout": 30.0, **self.validation_options}
         results = [
             validate_kernel_code(c.code or "", dim, c.class_name, **options) for c in candidates

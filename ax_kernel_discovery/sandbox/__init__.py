@@ -65,7 +65,9 @@ Modules, one concept each:
 * :mod:`~ax_kernel_discovery.sandbox.checker`: the static check (layer 1);
 * :mod:`~ax_kernel_discovery.sandbox.restricted`: safe builtins and module proxies
   (layer 2), used by :mod:`~ax_kernel_discovery.sandbox.loader`;
-* :mod:`~ax_kernel_discovery.sandbox.isolation`: the child process (layer 3).
+* :mod:`~ax_kernel_discovery.sandbox.isolation`: the child process (layer 3);
+* :mod:`~ax_kernel_discovery.sandbox.validate`: :func:`validate_kernel_code`, the
+  validation checks on untrusted source, run in that child.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ from ax_kernel_discovery.sandbox.loader import load_kernel_class
 from ax_kernel_discovery.sandbox.policy import ALLOWED_MODULES
 from ax_kernel_discovery.sandbox.restricted import SAFE_BUILTINS
 from ax_kernel_discovery.sandbox.restricted import _ModuleProxy as _ModuleProxy
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -92,4 +95,5 @@ __all__ = [
     "check_source",
     "load_kernel_class",
     "run_isolated",
+    "validate_kernel_code",
 ]

@@ -23,7 +23,12 @@ from typing import Any
 from ax_kernel_discovery.sandbox.checker import check_source
 from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
 from ax_kernel_discovery.sandbox.loader import load_kernel_class
-from ax_kernel_discovery.validation import ValidationOptions, ValidationResult
+from ax_kernel_discovery.validation import (
+    CheckTimeout,
+    ValidationOptions,
+    ValidationResult,
+    check_kernel,
+)
 
 __all__ = ["address_space_limit_mb", "run_isolated", "startup_address_space_mb"]
 
@@ -380,8 +385,6 @@ def _worker_main() -> None:
     result: ValidationResult
     try:
         import torch
-
-        from ax_kernel_discovery.validation import CheckTimeout, check_kernel
 
         torch.set_num_threads(1)
         payload = json.loads(sys.stdin.read())

@@ -21,10 +21,11 @@ from ax_kernel_discovery.llm.templates import (
     seed_formulas,
 )
 from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
+from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.proposers.llm import LLMProposer
 from ax_kernel_discovery.sandbox import check_source, load_kernel_class
+from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 from ax_kernel_discovery.testing import KernelContractMixin
-from ax_kernel_discovery.validation import validate_kernel_code
 
 pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")
 

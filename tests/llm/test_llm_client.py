@@ -13,8 +13,8 @@ from ax_kernel_discovery.llm.client import (
     LLMClient,
     LLMError,
     LLMRequest,
-    make_client,
 )
+from ax_kernel_discovery.llm.factory import make_client
 
 # litellm 1.106.2 builds a pydantic schema with a ReadOnly TypedDict on first use.
 pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")

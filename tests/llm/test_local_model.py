@@ -139,7 +139,7 @@ def test_local_defaults_prefer_the_larger_cached_model(
 
 def test_local_model_config_gets_a_long_timeout() -> None:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
-    from ax_kernel_discovery.proposers.llm import LOCAL_TIMEOUT_S, proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import LOCAL_TIMEOUT_S, proposer_from_config
 
     proposer = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
     assert proposer._client_kwargs["timeout"] == LOCAL_TIMEOUT_S

@@ -144,7 +144,7 @@ def covariance(x, y, p):
 
 
 def test_plumbing_direct_pair_style(reply: dict[str, Any]) -> None:
-    from ax_kernel_discovery.validation import validate_kernel_code
+    from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
     reply["text"] = PAIR_REPLY
     proposer = DirectCodeProposer(LLMClient("scripted/m", num_retries=0), code_style="pair")
@@ -167,7 +167,7 @@ def test_plumbing_direct_pair_style(reply: dict[str, Any]) -> None:
 
 def test_direct_code_style_from_config() -> None:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
-    from ax_kernel_discovery.proposers.llm import proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import proposer_from_config
 
     cfg = KernelDiscoveryConfig(proposer="direct", llm_model="scripted/m", conversion_style="pair")
     proposer = proposer_from_config(cfg)

@@ -15,8 +15,11 @@ import torch
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.llm.client import LLMClient
 from ax_kernel_discovery.llm.templates import load_prompt, seed_formulas
+from ax_kernel_discovery.proposers import llm_base
 from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.llm import LLMProposer, proposer_from_config
+from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.proposers.llm import LLMProposer
+from ax_kernel_discovery.validation import ValidationResult
 
 # litellm 1.106.2 builds a pydantic schema with a ReadOnly TypedDict on first use.
 pytestmark = pytest.mark.filterwarnings("ignore:Item .summary. on TypedDict:UserWarning")
@@ -257,16 +260,12 @@ def test_plumbing_replay_reproduces_a_run(scripted: Any, tmp_path: Any) -> None:
 
 
 def test_plumbing_repair_loop(scripted: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ax_kernel_discovery.validation as validation
-
     seen: list[str] = []
 
     def fake_validate(code: str, dim: int, class_name: str | None = None, **options: Any) -> Any:
         seen.append(code)
         ok = "Repaired" in code or "ScaledRBF" in code
-        return validation.ValidationResult(
-            ok, None if ok else "shape: wrong", None if ok else "shape"
-        )
+        return ValidationResult(ok, None if ok else "shape: wrong", None if ok else "shape")
 
     def script(stage: str, text: str) -> str:
         if stage == "repair":
@@ -275,7 +274,7 @@ def test_plumbing_repair_loop(scripted: Any, monkeypatch: pytest.MonkeyPatch) ->
         return default_script(stage, text)
 
     scripted.script = script
-    monkeypatch.setattr(validation, "validate_kernel_code", fake_validate)
+    monkeypatch.setattr(llm_base, "validate_kernel_code", fake_validate)
     proposal = proposer(num_formulas=2, num_compositions=0, repair=True).propose(
         members(), dim=5, num_proposals=2, round_index=0
     )

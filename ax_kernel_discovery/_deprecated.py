@@ -1,0 +1,52 @@
+"""Old import paths of names that moved up the layers, kept for one release.
+
+A name that moved to a module *above* its old one (``make_client`` from ``llm.client``
+to ``llm.factory``) cannot be re-exported by a plain import in its old module: that
+import would close an import cycle. The old module instead ends with::
+
+    __getattr__ = moved_names(__name__, {"make_client": "ax_kernel_discovery.llm.factory"})
+
+so that ``from ax_kernel_discovery.llm.client import make_client`` keeps working, with a
+:class:`DeprecationWarning` naming the new path. The new module is imported only when an
+old path is used; nothing in the package uses an old path (``lint-imports`` holds the
+package's own imports to the layers, see ``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["moved_names"]
+
+
+def moved_names(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) that serves names moved out of ``module``.
+
+    Args:
+        module: The old module (its ``__name__``).
+        names: Each moved name and the module that holds it now.
+
+    Returns:
+        The ``__getattr__`` function: a moved name is taken from its new module with a
+        ``DeprecationWarning``; any other name raises ``AttributeError`` as usual.
+
+    Example:
+        >>> __getattr__ = moved_names("pkg.old", {"f": "pkg.new"})  # doctest: +SKIP
+    """
+
+    def __getattr__(name: str) -> Any:
+        target = names.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} moved to {target}.{name}; import it from there (the old path "
+            "will be removed in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(target), name)
+
+    return __getattr__

@@ -1,0 +1,215 @@
+"""The package's architecture: import contracts hold, old import paths keep working.
+
+The contracts are ``[tool.importlinter]`` in ``pyproject.toml`` (see
+``docs/architecture.md``); import-linter is a dev tool, so these tests need the dev extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import ax_kernel_discovery
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: What ``from ax_kernel_discovery import ...`` offers (the public API of the README).
+PUBLIC_NAMES = {
+    "KernelCandidate",
+    "KernelDiscoveryConfig",
+    "KernelDiscoverySurrogate",
+    "KernelLibraryError",
+    "LibraryKernel",
+    "Population",
+    "Rejection",
+    "RoundRecord",
+    "botorch_step",
+    "export_kernels",
+    "fixed_kernel_generation_strategy",
+    "kernel_discovery_generation_strategy",
+    "load_kernels",
+    "lbo_crps",
+    "loo_crps",
+    "model_config_for",
+    "register_storage",
+    "save_kernels",
+    "sobol_step",
+    "start_candidates",
+    "surrogate_of",
+}
+
+#: Names that moved up a layer: (old module, name, new module). The old path warns.
+MOVED_UP = [
+    (
+        "ax_kernel_discovery.validation",
+        "validate_kernel_code",
+        "ax_kernel_discovery.sandbox.validate",
+    ),
+    ("ax_kernel_discovery.llm.client", "make_client", "ax_kernel_discovery.llm.factory"),
+    (
+        "ax_kernel_discovery.proposers.llm",
+        "proposer_from_config",
+        "ax_kernel_discovery.proposers.from_config",
+    ),
+    (
+        "ax_kernel_discovery.proposers.llm",
+        "LOCAL_TIMEOUT_S",
+        "ax_kernel_discovery.proposers.from_config",
+    ),
+]
+
+#: Names that moved down a layer: (old module, name, new module). The old module imports
+#: them, so the old path is the same object, without a warning.
+MOVED_DOWN = [
+    ("ax_kernel_discovery.proposers.base", "MemberSummary", "ax_kernel_discovery.population"),
+    ("ax_kernel_discovery.proposers", "MemberSummary", "ax_kernel_discovery.population"),
+    ("ax_kernel_discovery.surrogate_state", "encode_keys", "ax_kernel_discovery.candidate"),
+    ("ax_kernel_discovery.surrogate_state", "decode_keys", "ax_kernel_discovery.candidate"),
+    (
+        "ax_kernel_discovery.benchmarks.svm",
+        "FULL_FILE_NAMES",
+        "ax_kernel_discovery.benchmarks.datasets",
+    ),
+    ("ax_kernel_discovery.config", "resolve_device", "ax_kernel_discovery.devices"),
+    ("ax_kernel_discovery.config", "check_device", "ax_kernel_discovery.devices"),
+    ("ax_kernel_discovery.config", "check_device_name", "ax_kernel_discovery.devices"),
+    ("ax_kernel_discovery.config", "DeviceUnavailableError", "ax_kernel_discovery.devices"),
+] + [
+    ("ax_kernel_discovery.library", name, "ax_kernel_discovery.library_format")
+    for name in (
+        "LIBRARY_FORMAT",
+        "LIBRARY_VERSION",
+        "VALIDATION_DIM",
+        "KernelLibraryError",
+        "LibraryKernel",
+        "get_kernel",
+        "library_entries",
+        "library_start_candidates",
+        "load_kernels",
+        "parse_library",
+        "save_kernels",
+        "validate_library_kernel",
+    )
+]
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the package and ``pyproject.toml`` under ``root``."""
+    pytest.importorskip("importlinter", reason="import-linter is in the dev extra")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _copy_of_the_package(tmp_path: Path) -> Path:
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        REPO / "ax_kernel_discovery",
+        tmp_path / "ax_kernel_discovery",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return tmp_path
+
+
+def test_import_contracts_hold() -> None:
+    proc = _lint_imports(REPO)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def _broken_contracts_with(tmp_path: Path, module: str, added: str) -> str:
+    """``lint-imports``'s report on a copy of the package with ``added`` at the end of
+    ``module`` (a file under ``ax_kernel_discovery/``); the contracts must break."""
+    root = _copy_of_the_package(tmp_path)
+    path = root / "ax_kernel_discovery" / module
+    path.write_text(path.read_text() + added)
+    proc = _lint_imports(root)
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return " ".join(proc.stdout.split())
+
+
+def test_a_function_local_import_that_closes_a_cycle_breaks_the_contracts(
+    tmp_path: Path,
+) -> None:
+    # the cycle issue 23 removed: config's start_kernels validator reaching up into the
+    # surrogate (through library) from inside a function
+    out = _broken_contracts_with(
+        tmp_path,
+        "config.py",
+        "\n\ndef _start_set() -> object:\n"
+        "    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate\n\n"
+        "    return KernelDiscoverySurrogate\n",
+    )
+    assert "Layers: a module imports only from layers below its own BROKEN" in out
+    assert "No import cycles, between the modules and packages of every folder BROKEN" in out
+    assert "ax_kernel_discovery.config -> ax_kernel_discovery.surrogate" in out
+
+
+def test_an_import_under_type_checking_counts_too(tmp_path: Path) -> None:
+    out = _broken_contracts_with(
+        tmp_path,
+        "population.py",
+        "\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from ax_kernel_discovery.proposers.base import Proposer\n",
+    )
+    assert "ax_kernel_discovery.population -> ax_kernel_discovery.proposers.base" in out
+
+
+def test_the_public_api_is_unchanged() -> None:
+    assert set(ax_kernel_discovery.__all__) == PUBLIC_NAMES
+    for name in PUBLIC_NAMES:
+        assert getattr(ax_kernel_discovery, name) is not None
+
+
+def test_the_version_comes_from_the_package_metadata() -> None:
+    assert ax_kernel_discovery.__version__ == importlib.metadata.version("ax-kernel-discovery")
+
+
+@pytest.mark.parametrize(("old", "name", "new"), MOVED_UP)
+def test_a_name_moved_up_keeps_its_old_path_with_a_deprecation_warning(
+    old: str, name: str, new: str
+) -> None:
+    moved = getattr(importlib.import_module(new), name)
+    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{name}"):
+        assert getattr(importlib.import_module(old), name) is moved
+    with pytest.warns(DeprecationWarning):
+        namespace: dict[str, object] = {}
+        exec(f"from {old} import {name}", namespace)  # the form scripts use
+    assert namespace[name] is moved
+
+
+@pytest.mark.parametrize(("old", "name", "new"), MOVED_DOWN)
+def test_a_name_moved_down_is_the_same_object_at_its_old_path(
+    old: str, name: str, new: str
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert getattr(importlib.import_module(old), name) is getattr(
+            importlib.import_module(new), name
+        )
+
+
+def test_an_unknown_name_of_a_module_with_moved_names_is_still_an_attribute_error() -> None:
+    validation = importlib.import_module("ax_kernel_discovery.validation")
+    with pytest.raises(AttributeError, match="has no attribute 'validate_kernel_codes'"):
+        validation.validate_kernel_codes  # noqa: B018
+    assert not hasattr(validation, "make_client")
