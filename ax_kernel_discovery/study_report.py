@@ -66,6 +66,20 @@ def _by_seed(results: Sequence[dict[str, Any]], problem: str, method: str) -> di
     }
 
 
+def _paired_by_problem(
+    values: Mapping[str, Mapping[int, float]],
+    results: Sequence[dict[str, Any]],
+    reference_method: str,
+    minimize: Mapping[str, bool],
+) -> dict[str, Any]:
+    """Best values by problem and seed against ``reference_method``'s in ``results``."""
+    out = {}
+    for p, by_seed in values.items():
+        if reference := _by_seed(results, p, reference_method):
+            out[p] = paired_comparison(by_seed, reference, minimize.get(p, True))
+    return out
+
+
 def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
     """The seeds that every method with results on ``problem`` has finished."""
     methods = {r["method"] for r in results if r["problem"] == problem}
@@ -274,43 +288,22 @@ def study_summary(
         }
     for name, variant_runs in (variants or {}).items():
         method = variant_runs[0]["method"] if variant_runs else "kd"
+        mine = {p: v for p in table.problems if (v := _by_seed(variant_runs, p, method))}
+
         summary["variants"][name] = {
             "method": method,
             "config": variant_runs[0]["config"].get("kd_config") if variant_runs else None,
-            "problems": {
-                p: paired_comparison(
-                    _by_seed(variant_runs, p, method),
-                    _by_seed(results, p, "kd"),
-                    table.minimize.get(p, True),
-                )
-                for p in table.problems
-                if _by_seed(variant_runs, p, method) and _by_seed(results, p, "kd")
-            },
-            "vs_ax_default": {
-                p: paired_comparison(
-                    _by_seed(variant_runs, p, method),
-                    _by_seed(results, p, "ax_default"),
-                    table.minimize.get(p, True),
-                )
-                for p in table.problems
-                if _by_seed(variant_runs, p, method) and _by_seed(results, p, "ax_default")
-            },
-            "values": {
-                p: _values_on_seeds(_by_seed(variant_runs, p, method), _by_seed(results, p, "kd"))
-                for p in table.problems
-                if _by_seed(variant_runs, p, method)
-            },
+            "problems": _paired_by_problem(mine, results, "kd", table.minimize),
+            "vs_ax_default": _paired_by_problem(mine, results, "ax_default", table.minimize),
+            "values": {p: _values_on_seeds(v, _by_seed(results, p, "kd")) for p, v in mine.items()},
             "checkpoints": {
                 p: checkpoint_comparison(
                     variant_runs, results, p, method, "ax_default", table.minimize.get(p, True)
                 )
-                for p in table.problems
-                if _by_seed(variant_runs, p, method)
+                for p in mine
             },
             "round_time": {
-                p: round_time([r for r in variant_runs if r["problem"] == p])
-                for p in table.problems
-                if _by_seed(variant_runs, p, method)
+                p: round_time([r for r in variant_runs if r["problem"] == p]) for p in mine
             },
             "selection": {
                 p: selection_diagnostics([r for r in variant_runs if r["problem"] == p])
