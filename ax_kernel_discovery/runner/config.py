@@ -187,8 +187,7 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         try:
             resolve_device(cfg.device)
         except (ValueError, RuntimeError) as e:
-            message = str(e).replace("use device 'cpu'", "use --device cpu")
-            raise UserInputError(f"--device: {message}") from None
+            raise UserInputError(f"--device: {_as_cli_advice(e)}") from None
     if cfg.kd_config is not None:
         from pydantic import ValidationError
 
@@ -207,6 +206,11 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             )
     if build_problem:
         make_problem(cfg)
+
+
+def _as_cli_advice(error: Exception) -> str:
+    """A device error's message with its way out said as the CLI flag."""
+    return str(error).replace("use device 'cpu'", "use --device cpu")
 
 
 def _pydantic_messages(error: Any) -> str:
@@ -243,7 +247,7 @@ def check_before_evaluations(cfg: RunConfig) -> None:
         elif kd is not None:
             kd.resolved_device()
     except DeviceUnavailableError as e:
-        raise UserInputError(str(e).replace("use device 'cpu'", "use --device cpu")) from None
+        raise UserInputError(_as_cli_advice(e)) from None
     if kd is not None and (cfg.method == "cake" or kd.proposer in ("llm", "direct")):
         from ax_kernel_discovery.llm.setup_check import LLMSetupError
         from ax_kernel_discovery.proposers.from_config import check_llm_config
