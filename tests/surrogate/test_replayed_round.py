@@ -1,0 +1,106 @@
+"""A recorded study round replays identically: same choices, same scores (1e-10).
+
+Issue 23 re-laid out the surrogate (state with one owner, admission and fitting as
+collaborators). This test holds the behaviour still: it replays recorded rounds of the
+study's default kd runs (``benchmarks/results/replay``: the round's data and the
+surrogate's saved state before it) through ``KernelDiscoverySurrogate.fit`` and compares
+what the round decided with what the code before the redesign decided
+(``tests/data/replayed_rounds.json``, written by running this file as a script:
+``python tests/surrogate/test_replayed_round.py --record``).
+
+Compared: the struck and chosen kernel, the proposed, accepted, rejected (with stage) and
+dropped kernels, the population after the round, every score the choice compared, every
+fit score, and each member's held-out forecast losses; numbers to 1e-10.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+
+from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = ROOT / "tests" / "data" / "replayed_rounds.json"
+#: Two cheap rounds with held-out scoring, a proposal and a strike decision.
+FIXTURES = ("svm__seed0__r3", "rover100__seed1__r3")
+
+
+def round_summary(rr: ModuleType, name: str) -> dict[str, Any]:
+    """What the round of fixture ``name`` decides, replayed with the default configuration."""
+    fixture = rr.Fixture.load(ROOT / "benchmarks" / "results" / "replay" / f"{name}.json")
+    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"]})
+    surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        surrogate.fit([fixture.dataset()], fixture.digest())
+    finally:
+        torch.set_num_threads(threads)
+        surrogate.close()
+    rec = surrogate.history[-1]
+    pop = surrogate.population
+    return {
+        "struck": rec.struck,
+        "chosen": rec.chosen,
+        "chosen_score": rec.chosen_score,
+        "proposed": rec.proposed,
+        "accepted": rec.accepted,
+        "rejected": sorted([r.name, r.stage] for r in rec.rejected),
+        "dropped": rec.dropped,
+        "population": rec.population,
+        "scores": rec.scores,
+        "fit_scores": rec.fit_scores,
+        "heldout": {m.name: [[h.round, h.logpdf, h.crps] for h in m.heldout] for m in pop},
+    }
+
+
+def _numbers(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every leaf of a JSON-like value with its path."""
+    if isinstance(value, dict):
+        yield path + "#keys", sorted(value)
+        for k in sorted(value):
+            yield from _numbers(value[k], f"{path}.{k}")
+    elif isinstance(value, list):
+        yield path + "#len", len(value)
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_recorded_round_replays_identically(
+    name: str, benchmark_script: Callable[[str], ModuleType]
+) -> None:
+    expected = json.loads(EXPECTED.read_text())[name]
+    got = json.loads(json.dumps(round_summary(benchmark_script("replay_rounds"), name)))
+    assert got["chosen"] == expected["chosen"]
+    assert got["accepted"], "the round admitted no kernel: nothing was compared"
+    assert got["scores"], "the round compared no scores"
+    want = dict(_numbers(expected))
+    have = dict(_numbers(got))
+    assert have.keys() == want.keys()
+    for key, value in want.items():
+        if isinstance(value, float):
+            assert have[key] == pytest.approx(value, rel=1e-10, abs=1e-10), key
+        else:
+            assert have[key] == value, key
+
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import replay_rounds
+
+    EXPECTED.write_text(
+        json.dumps({n: round_summary(replay_rounds, n) for n in FIXTURES}, indent=1) + "\n"
+    )
+    print(f"wrote {EXPECTED}")
