@@ -47,7 +47,7 @@ from ax_kernel_discovery.strategy import (  # noqa: E402
     sobol_step,
     surrogate_of,
 )
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
 
 register_storage()
 logging.disable(_disabled)

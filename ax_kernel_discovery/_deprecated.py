@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["moved_names"]
+__all__ = ["moved_module", "moved_names"]
 
 
 def moved_names(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -48,5 +48,39 @@ def moved_names(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
             stacklevel=2,
         )
         return getattr(importlib.import_module(target), name)
+
+    return __getattr__
+
+
+def moved_module(module: str, target: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for a module that moved as a whole.
+
+    The old module keeps only its docstring and this hook, so that
+    ``from ax_kernel_discovery.sweep import sweep`` keeps working for one release, with a
+    :class:`DeprecationWarning` naming the new module (here
+    ``ax_kernel_discovery.runner.sweep``). The new module is imported only when the old
+    path is used.
+
+    Args:
+        module: The old module (its ``__name__``).
+        target: The module that holds its contents now.
+
+    Returns:
+        The ``__getattr__`` function.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new = importlib.import_module(target)
+        if not hasattr(new, name):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module} moved to {target}; import {name} from there (the old path will be "
+            "removed in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(new, name)
 
     return __getattr__

@@ -16,7 +16,7 @@ from typing import Any
 from ax_kernel_discovery.expression import leaves
 from ax_kernel_discovery.storage import register_storage
 from ax_kernel_discovery.strategy import surrogate_of
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 
 
 def load_surrogate(path: str | Path) -> KernelDiscoverySurrogate:

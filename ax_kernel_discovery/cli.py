@@ -319,7 +319,7 @@ def _llm_note(result: dict[str, Any]) -> str:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ax_kernel_discovery.runner import UserInputError
-    from ax_kernel_discovery.sweep import sweep
+    from ax_kernel_discovery.runner.sweep import sweep
 
     if args.workers < 1:
         raise UserInputError(f"--workers must be >= 1, got {args.workers}")
@@ -349,12 +349,12 @@ def _cmd_study(args: argparse.Namespace) -> int:
     from ax_kernel_discovery.runner import UserInputError
 
     if args.report:
-        from ax_kernel_discovery.study_report import write_study_report
+        from ax_kernel_discovery.study.report import write_study_report
 
         path = write_study_report(args.out, args.report)
         _console().print(f"study report written to {path}")
         return 0
-    from ax_kernel_discovery.study import run_study
+    from ax_kernel_discovery.study.protocol import run_study
 
     if args.workers < 1:
         raise UserInputError(f"--workers must be >= 1, got {args.workers}")
@@ -362,7 +362,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
         raise UserInputError("--variant and --kd-config go together")
     methods = args.methods
     if args.variant:
-        from ax_kernel_discovery.study import VARIANT_METHODS
+        from ax_kernel_discovery.study.protocol import VARIANT_METHODS
 
         methods = methods or ["kd"]
         if not set(methods) <= set(VARIANT_METHODS):
@@ -390,7 +390,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.report import write_report
+    from ax_kernel_discovery.runner.report import write_report
 
     path = write_report(
         args.results, args.out, problems=args.problems, methods=args.methods, title=args.title
@@ -420,7 +420,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.baselines import METHODS
+    from ax_kernel_discovery.baselines.methods import METHODS
     from ax_kernel_discovery.benchmarks import PROBLEMS
 
     console = _console()

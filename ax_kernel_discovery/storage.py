@@ -42,11 +42,11 @@ from ax.storage.json_store.encoders import (
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
 from ax.storage.transform_registry import register_transform
 
-from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.gp import KernelDiscoveryGP
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.strategy import SobolHandOver
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from ax.generation_strategy.transition_criterion import (
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
-from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 from ax_kernel_discovery.proposers.from_config import check_llm_config
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code).

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.report import load_results
 from ax_kernel_discovery.runner import make_run_config
-from ax_kernel_discovery.study_report import checkpoint_comparison, round_time
-from ax_kernel_discovery.sweep import run_configs
+from ax_kernel_discovery.runner.report import load_results
+from ax_kernel_discovery.runner.sweep import run_configs
+from ax_kernel_discovery.study.report import checkpoint_comparison, round_time
 
 OUT = Path("benchmarks/results/acquisition")
 AX_SETTINGS: dict[str, Any] = {

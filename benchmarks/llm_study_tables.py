@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.report import load_results
-from ax_kernel_discovery.study_report import run_set_proposals
-from ax_kernel_discovery.study_statistics import paired_comparison, standard_error
+from ax_kernel_discovery.runner.report import load_results
+from ax_kernel_discovery.study.report import run_set_proposals
+from ax_kernel_discovery.study.statistics import paired_comparison, standard_error
 
 PROBLEMS = ("rover100", "hartmann6_100")
 

@@ -75,13 +75,13 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
-from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.runner.config import METRIC
+from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import optimizer_options
 from ax_kernel_discovery.surrogate import model_config_for
-from ax_kernel_discovery.surrogate_state import decode_tensors, encode_tensors, warm_parameters
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.state import decode_tensors, encode_tensors, warm_parameters
 
 FORMAT = "axkd-replay-1"
 GUARD = "AxDefault"

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.report import load_results
-from ax_kernel_discovery.study_diagnostics import kernel_family
+from ax_kernel_discovery.runner.report import load_results
+from ax_kernel_discovery.study.diagnostics import kernel_family
 
 STUDY = Path(__file__).resolve().parent / "results" / "study"
 PROBLEMS = ("rover100", "hartmann6_100", "lasso_dna", "svm")

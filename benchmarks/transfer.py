@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ax_kernel_discovery import export_kernels, load_kernels, save_kernels
 from ax_kernel_discovery.runner import make_run_config
+from ax_kernel_discovery.runner.sweep import run_configs
 from ax_kernel_discovery.study import STUDY
-from ax_kernel_discovery.sweep import run_configs
 
 DEFAULT_OUT = "benchmarks/results/transfer"
 

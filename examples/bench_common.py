@@ -79,7 +79,7 @@ def main(
         cli += ["--data-dir", args.data_dir]
     if problem_options:
         from ax_kernel_discovery.runner import UserInputError
-        from ax_kernel_discovery.sweep import sweep
+        from ax_kernel_discovery.runner.sweep import sweep
 
         # options the CLI has no flag for (e.g. the Mopta08 binary) go through the Python API
         try:

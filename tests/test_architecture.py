@@ -71,8 +71,8 @@ MOVED_UP = [
 MOVED_DOWN = [
     ("ax_kernel_discovery.proposers.base", "MemberSummary", "ax_kernel_discovery.population"),
     ("ax_kernel_discovery.proposers", "MemberSummary", "ax_kernel_discovery.population"),
-    ("ax_kernel_discovery.surrogate_state", "encode_keys", "ax_kernel_discovery.candidate"),
-    ("ax_kernel_discovery.surrogate_state", "decode_keys", "ax_kernel_discovery.candidate"),
+    ("ax_kernel_discovery.surrogate.state", "encode_keys", "ax_kernel_discovery.candidate"),
+    ("ax_kernel_discovery.surrogate.state", "decode_keys", "ax_kernel_discovery.candidate"),
     (
         "ax_kernel_discovery.benchmarks.svm",
         "FULL_FILE_NAMES",
@@ -213,3 +213,78 @@ def test_an_unknown_name_of_a_module_with_moved_names_is_still_an_attribute_erro
     with pytest.raises(AttributeError, match="has no attribute 'validate_kernel_codes'"):
         validation.validate_kernel_codes  # noqa: B018
     assert not hasattr(validation, "make_client")
+
+
+#: Modules that moved into a package (issue 23): (old module, a name it held, new module).
+#: The old module is a stub whose ``__getattr__`` serves every name of the new one, with a
+#: ``DeprecationWarning``, for one release.
+MOVED_MODULES = [
+    (
+        "ax_kernel_discovery.surrogate_fitting",
+        "GUARD_NAME",
+        "ax_kernel_discovery.surrogate.fitting",
+    ),
+    (
+        "ax_kernel_discovery.surrogate_admission",
+        "CandidateAdmissionMixin",
+        "ax_kernel_discovery.surrogate.admission",
+    ),
+    ("ax_kernel_discovery.surrogate_state", "LastChoice", "ax_kernel_discovery.surrogate.state"),
+    (
+        "ax_kernel_discovery.round_record",
+        "RoundRecord",
+        "ax_kernel_discovery.surrogate.round_record",
+    ),
+    ("ax_kernel_discovery.acquisition", "annotations", "ax_kernel_discovery.surrogate.acquisition"),
+    ("ax_kernel_discovery.cake", "CAKE_DEFAULTS", "ax_kernel_discovery.baselines.cake"),
+    (
+        "ax_kernel_discovery.compositional_search",
+        "COMPOSITIONAL_DEFAULTS",
+        "ax_kernel_discovery.baselines.compositional",
+    ),
+    ("ax_kernel_discovery.study_report", "BASE_KERNELS", "ax_kernel_discovery.study.report"),
+    ("ax_kernel_discovery.study_markdown", "study_markdown", "ax_kernel_discovery.study.markdown"),
+    (
+        "ax_kernel_discovery.study_diagnostics",
+        "BASE_KERNELS",
+        "ax_kernel_discovery.study.diagnostics",
+    ),
+    (
+        "ax_kernel_discovery.study_statistics",
+        "TIE_TOLERANCE",
+        "ax_kernel_discovery.study.statistics",
+    ),
+    ("ax_kernel_discovery.sweep", "run_configs", "ax_kernel_discovery.runner.sweep"),
+    ("ax_kernel_discovery.executors", "EXECUTORS", "ax_kernel_discovery.runner.executors"),
+    ("ax_kernel_discovery.report", "Cell", "ax_kernel_discovery.runner.report"),
+    ("ax_kernel_discovery.diagnostics", "annotations", "ax_kernel_discovery.runner.diagnostics"),
+    ("ax_kernel_discovery.runner.config", "KD_METHODS", "ax_kernel_discovery.runner.run_config"),
+    (
+        "ax_kernel_discovery.kernels.discovered",
+        "annotations",
+        "ax_kernel_discovery.surrogate.discovered",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "name", "new"), MOVED_MODULES)
+def test_a_moved_module_keeps_its_old_path_with_a_deprecation_warning(
+    old: str, name: str, new: str
+) -> None:
+    moved = getattr(importlib.import_module(new), name)
+    with pytest.warns(DeprecationWarning, match=rf"{old} moved to {new}; import {name}"):
+        namespace: dict[str, object] = {}
+        exec(f"from {old} import {name}", namespace)  # the form scripts use
+    assert namespace[name] is moved
+    assert not hasattr(importlib.import_module(old), "no_such_name")
+
+
+def test_the_packages_keep_the_names_of_the_modules_they_replace() -> None:
+    # surrogate.py, baselines.py and study.py became packages of the same name
+    from ax_kernel_discovery.baselines import get_method, methods
+    from ax_kernel_discovery.study import STUDY, protocol
+    from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, core
+
+    assert KernelDiscoverySurrogate is core.KernelDiscoverySurrogate
+    assert get_method is methods.get_method
+    assert STUDY is protocol.STUDY

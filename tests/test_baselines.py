@@ -18,7 +18,7 @@ from ax_kernel_discovery.baselines import (
     get_method,
     surrogate_of,
 )
-from ax_kernel_discovery.cake import CakeSurrogate
+from ax_kernel_discovery.baselines.cake import CakeSurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import Population, base_candidate, start_candidates

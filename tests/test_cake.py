@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ax_kernel_discovery.baselines import METHODS, get_method
-from ax_kernel_discovery.cake import CakeSurrogate, NoLLMError
+from ax_kernel_discovery.baselines.cake import CakeSurrogate, NoLLMError
 from ax_kernel_discovery.cli import main
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.llm.client import LLMClient

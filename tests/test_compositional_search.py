@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ax_kernel_discovery.baselines.compositional import reuse_hyperparameters
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.compositional_search import reuse_hyperparameters
 from ax_kernel_discovery.expression import formula
 from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.proposers.compositional import expand
@@ -19,7 +19,7 @@ def _fitted_like_state(
 ) -> tuple[dict[str, torch.Tensor], torch.nn.Module]:
     """State dict of a kernel-discovery GP with distinct random raw hyperparameters."""
     from ax_kernel_discovery.gp import KernelDiscoveryGP
-    from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+    from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 
     gen = torch.Generator().manual_seed(seed)
     X = torch.rand(8, dim, dtype=torch.float64, generator=gen)
@@ -36,7 +36,7 @@ def _fitted_like_state(
 @pytest.mark.parametrize("op", ["sum", "product"])
 def test_reuse_hyperparameters(op: str) -> None:
     from ax_kernel_discovery.gp import KernelDiscoveryGP
-    from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
+    from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 
     dim = 3
     parent, base = base_candidate("rq"), base_candidate("sl")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ax_kernel_discovery.diagnostics import (
+from ax_kernel_discovery.runner.diagnostics import (
     boundary_hit_ratio,
     next_batch_scores,
     path_length,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ax_kernel_discovery.executors import DaskExecutor, LocalExecutor, make_executor
-from ax_kernel_discovery.sweep import run_task, sweep, sweep_configs
+from ax_kernel_discovery.runner.executors import DaskExecutor, LocalExecutor, make_executor
+from ax_kernel_discovery.runner.sweep import run_task, sweep, sweep_configs
 
 torch.set_num_threads(1)
 

@@ -3,7 +3,7 @@
 The trees are the start set's BOCK and SL in a product of a sum, a sum with a warped
 leaf, and the paper's three discovered kernels. ``build_kernel`` makes unbatched trees
 over all D inputs, so GPyTorch's tests that need a batched kernel or ``active_dims`` are
-skipped; :class:`~ax_kernel_discovery.kernels.discovered.DiscoveredKernel`, the class Ax
+skipped; :class:`~ax_kernel_discovery.surrogate.discovered.DiscoveredKernel`, the class Ax
 builds members with, runs the ``active_dims`` and batch tests with a tree inside
 (``tests/kernels/test_discovered.py``).
 """

@@ -14,9 +14,9 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.gp import KernelDiscoveryGP
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.llm.function_kernel import build_kernel_source
-from ax_kernel_discovery.surrogate_state import warm_parameters
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.state import warm_parameters
 
 torch.set_num_threads(1)
 

@@ -8,8 +8,8 @@ from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import Spec, build_kernel, formula
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters, subtree_paths
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
-from ax_kernel_discovery.surrogate_state import warm_parameters
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.state import warm_parameters
 
 DIM = 4
 BOCK: Spec = {"kernel": "bock"}

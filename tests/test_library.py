@@ -30,9 +30,9 @@ from ax_kernel_discovery import (
 from ax_kernel_discovery.benchmarks.synthetic import Ackley, Branin, Hartmann6
 from ax_kernel_discovery.cli import EXIT_USER_ERROR, main
 from ax_kernel_discovery.expression import leaf
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.library import LIBRARY_VERSION, get_kernel
 from ax_kernel_discovery.population import Population, base_candidate
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 
 torch.set_num_threads(1)
 

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from ax_kernel_discovery import KernelDiscoverySurrogate
-from ax_kernel_discovery.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.runner.config import METRIC
-from ax_kernel_discovery.surrogate_state import decode_tensors
+from ax_kernel_discovery.runner.run_config import METRIC
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.state import decode_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY = ROOT / "benchmarks" / "results" / "replay"

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from ax_kernel_discovery.report import (
+from ax_kernel_discovery.runner import PHASES, best_so_far
+from ax_kernel_discovery.runner.report import (
     load_results,
     rank_table,
     rank_table_markdown,
     timing_table,
     write_report,
 )
-from ax_kernel_discovery.runner import PHASES, best_so_far
 
 torch.set_num_threads(1)
 

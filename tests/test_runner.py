@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from ax_kernel_discovery.report import load_results, rank_table, write_report
 from ax_kernel_discovery.runner import (
     RunConfig,
     UserInputError,
     make_run_config,
     run_experiment,
 )
-from ax_kernel_discovery.sweep import sweep, sweep_configs
+from ax_kernel_discovery.runner.report import load_results, rank_table, write_report
+from ax_kernel_discovery.runner.sweep import sweep, sweep_configs
 
 torch.set_num_threads(1)
 

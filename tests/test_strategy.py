@@ -17,12 +17,12 @@ from ax.generators.torch.botorch_modular.optimizer_defaults import NUM_RESTARTS,
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
     KernelDiscoverySurrogate,
-    baselines,
     botorch_step,
     kernel_discovery_generation_strategy,
     library,
     surrogate_of,
 )
+from ax_kernel_discovery.baselines import methods as baselines
 from ax_kernel_discovery.config import DeviceUnavailableError
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
 from ax_kernel_discovery.population import base_candidate

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ax_kernel_discovery.study import STUDY, StudyProtocol, study_configs
-from ax_kernel_discovery.study_report import (
+from ax_kernel_discovery.study.report import (
     checkpoint_comparison,
     chosen_timeline,
     kernel_family,
@@ -54,7 +54,7 @@ def test_paired_comparison_all_ties_has_no_p_value() -> None:
 
 
 def test_the_bootstrap_under_covers_on_five_pairs_and_the_t_interval_does_not() -> None:
-    from ax_kernel_discovery.study_statistics import bootstrap_coverage
+    from ax_kernel_discovery.study.statistics import bootstrap_coverage
 
     cov = bootstrap_coverage(n_pairs=5, trials=1500, n_boot=1000, seed=1)
     assert cov["bootstrap"] < 0.88  # about 83% for a nominal 95%
@@ -320,7 +320,7 @@ def test_study_configs_order_and_protocol() -> None:
 
 
 def test_transfer_summary_pairs_the_transferred_kernel(tmp_path) -> None:
-    from ax_kernel_discovery.study_report import transfer_summary
+    from ax_kernel_discovery.study.report import transfer_summary
 
     transfer = tmp_path / "transfer"
     transfer.mkdir()

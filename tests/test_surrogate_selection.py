@@ -22,7 +22,7 @@ from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import HeldOut
-from ax_kernel_discovery.surrogate_fitting import GUARD_NAME
+from ax_kernel_discovery.surrogate.fitting import GUARD_NAME
 
 DIM = 6
 NAMES = [f"x{i}" for i in range(DIM)]

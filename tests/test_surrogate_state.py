@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from ax_kernel_discovery.surrogate_state import (
+from ax_kernel_discovery.surrogate.state import (
     LastChoice,
     decode_keys,
     decode_tensors,
@@ -28,7 +28,7 @@ def _rows(n: int, d: int = 4, seed: int = 0) -> torch.Tensor:
 def test_row_digests_are_the_same_in_every_process() -> None:
     X = _rows(5)
     code = (
-        "import torch, json; from ax_kernel_discovery.surrogate_state import row_digests; "
+        "import torch, json; from ax_kernel_discovery.surrogate.state import row_digests; "
         "X = torch.rand(5, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64); "
         "print(json.dumps(row_digests(X)))"
     )

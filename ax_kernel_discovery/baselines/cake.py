@@ -37,7 +37,7 @@ from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.cake import CakeProposer, cake_start_candidates
 from ax_kernel_discovery.proposers.from_config import llm_client_kwargs
 from ax_kernel_discovery.storage import register_surrogate_class
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord
 
 __all__ = ["CAKE_DEFAULTS", "CakeSurrogate", "NoLLMError", "check_cake_config"]
 

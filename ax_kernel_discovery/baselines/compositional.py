@@ -19,12 +19,12 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import START_SET
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.compositional import CompositionalProposer
 from ax_kernel_discovery.storage import register_surrogate_class
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 
 __all__ = ["COMPOSITIONAL_DEFAULTS", "CompositionalSearchSurrogate", "reuse_hyperparameters"]
 

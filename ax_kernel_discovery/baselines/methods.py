@@ -21,7 +21,7 @@ name                 surrogate
                      see :mod:`ax_kernel_discovery.library`)
 ``cake``             CAKE (Suwandi et al., 2025): an LLM evolves compositions of SE, PER,
                      LIN, RQ, M32, M52 (depth 3) from a truncated view of the data; BIC
-                     (:class:`~ax_kernel_discovery.cake.CakeSurrogate`; needs an LLM)
+                     (:class:`~ax_kernel_discovery.baselines.cake.CakeSurrogate`; needs an LLM)
 ``ax_default``       Ax's default ``BOTORCH_MODULAR`` surrogate (no surrogate override)
 ``sobol``            Sobol points only
 ``saasbo``           SAAS fully Bayesian GP (NUTS); expensive, small budgets only
@@ -48,8 +48,8 @@ from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.utils.evaluation import BIC
 
-from ax_kernel_discovery.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
-from ax_kernel_discovery.compositional_search import (
+from ax_kernel_discovery.baselines.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
+from ax_kernel_discovery.baselines.compositional import (
     COMPOSITIONAL_DEFAULTS,
     CompositionalSearchSurrogate,
     reuse_hyperparameters,
@@ -58,7 +58,7 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.strategy import sobol_then_botorch, surrogate_of
-from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate, model_config_for
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, model_config_for
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
 FIXED_KERNELS: tuple[str, ...] = ("rbf", "matern52", "linear", "periodic", "rq", "bock", "sl")

@@ -14,7 +14,7 @@ kernel, level 2: one operator, ...); ``max_depth=3`` allows at most three base
 kernels, e.g. ``(RBF + RQ) x SL``. Sums are kept flat (``(A + B) + C`` is written
 ``A + B + C``, each summand with its own output scale), which also makes the reuse of
 fitted hyperparameters a plain index shift (see
-:class:`ax_kernel_discovery.compositional_search.CompositionalSearchSurrogate`).
+:class:`ax_kernel_discovery.baselines.compositional.CompositionalSearchSurrogate`).
 
 Unlike the offline evolution operator there is no randomness. In the first round the
 base kernels are only scored (level 1 of the search); from then on each BO round takes

@@ -19,9 +19,9 @@ per evaluation, the chosen kernel per round, the time per phase (GP fit and sele
 proposal/LLM, validation, acquisition optimization, oracle evaluation, overhead), the
 failures, the settings, package versions, device and torch threads.
 
-:mod:`ax_kernel_discovery.sweep` runs many of them in parallel.
+:mod:`ax_kernel_discovery.runner.sweep` runs many of them in parallel.
 
-Modules: :mod:`~ax_kernel_discovery.runner.config` (:class:`RunConfig` and its checks),
+Modules: :mod:`~ax_kernel_discovery.runner.run_config` (:class:`RunConfig` and its checks),
 :mod:`~ax_kernel_discovery.runner.experiment` (:func:`run_experiment`),
 :mod:`~ax_kernel_discovery.runner.rounds` (one round),
 :mod:`~ax_kernel_discovery.runner.ax_client` (the Ax client and its checkpoint),
@@ -38,8 +38,12 @@ from __future__ import annotations
 import logging
 
 from ax_kernel_discovery.runner.ax_client import method_options
-from ax_kernel_discovery.runner.config import KD_METHODS as KD_METHODS
-from ax_kernel_discovery.runner.config import (
+from ax_kernel_discovery.runner.environment import device_info, package_versions
+from ax_kernel_discovery.runner.experiment import run_experiment
+from ax_kernel_discovery.runner.results import PHASES, best_so_far, finished_result, load_result
+from ax_kernel_discovery.runner.results import RESULT_VERSION as RESULT_VERSION
+from ax_kernel_discovery.runner.run_config import KD_METHODS as KD_METHODS
+from ax_kernel_discovery.runner.run_config import (
     METRIC,
     RunConfig,
     UserInputError,
@@ -48,10 +52,6 @@ from ax_kernel_discovery.runner.config import (
     make_problem,
     make_run_config,
 )
-from ax_kernel_discovery.runner.environment import device_info, package_versions
-from ax_kernel_discovery.runner.experiment import run_experiment
-from ax_kernel_discovery.runner.results import PHASES, best_so_far, finished_result, load_result
-from ax_kernel_discovery.runner.results import RESULT_VERSION as RESULT_VERSION
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from ax_kernel_discovery.runner.config import KD_METHODS, METRIC, RunConfig, UserInputError
+from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
 
 __all__ = ["method_options"]
 
@@ -15,7 +15,7 @@ def _new_client(cfg: RunConfig, problem: Any) -> Any:
     from ax.api import Client
     from ax.api.configs import RangeParameterConfig
 
-    from ax_kernel_discovery.baselines import get_method
+    from ax_kernel_discovery.baselines.methods import get_method
 
     width = len(str(problem.dim - 1))
     client = Client()
@@ -51,7 +51,7 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
 
         defaults: dict[str, Any] = {"seed": cfg.seed}
         if cfg.method == "compositional":
-            from ax_kernel_discovery.baselines import COMPOSITIONAL_DEFAULTS
+            from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS
 
             defaults.update(COMPOSITIONAL_DEFAULTS)
         opts["config"] = KernelDiscoveryConfig.model_validate({**defaults, **cfg.kd_config})

@@ -14,14 +14,6 @@ from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
 from ax_kernel_discovery.runner.ax_client import _load_client, _new_client, _trial_values
-from ax_kernel_discovery.runner.config import (
-    KD_METHODS,
-    RunConfig,
-    check_before_evaluations,
-    check_run_config,
-    make_problem,
-    make_run_config,
-)
 from ax_kernel_discovery.runner.environment import _now, device_info, package_versions
 from ax_kernel_discovery.runner.results import (
     PHASES,
@@ -32,6 +24,14 @@ from ax_kernel_discovery.runner.results import (
     load_result,
 )
 from ax_kernel_discovery.runner.rounds import _one_round
+from ax_kernel_discovery.runner.run_config import (
+    KD_METHODS,
+    RunConfig,
+    check_before_evaluations,
+    check_run_config,
+    make_problem,
+    make_run_config,
+)
 
 __all__ = ["llm_rounds", "run_experiment"]
 
@@ -92,7 +92,7 @@ def run_experiment(
     if client is None:
         client = _new_client(cfg, prob)
     gs = client._generation_strategy
-    from ax_kernel_discovery.baselines import surrogate_of
+    from ax_kernel_discovery.baselines.methods import surrogate_of
 
     surrogate = surrogate_of(gs)
 

@@ -10,19 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.diagnostics import (
-    boundary_hit_ratio,
-    next_batch_scores,
-    path_length,
-    to_unit_cube,
-)
 from ax_kernel_discovery.runner.ax_client import (
     _chosen_from_metadata,
     _split_generator_run,
     _trial_values,
 )
-from ax_kernel_discovery.runner.config import METRIC, RunConfig
+from ax_kernel_discovery.runner.diagnostics import (
+    boundary_hit_ratio,
+    next_batch_scores,
+    path_length,
+    to_unit_cube,
+)
 from ax_kernel_discovery.runner.results import PHASES
+from ax_kernel_discovery.runner.run_config import METRIC, RunConfig
 
 __all__: list[str] = []  # private helpers of experiment
 

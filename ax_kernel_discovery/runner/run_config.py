@@ -139,7 +139,7 @@ def make_run_config(**kwargs: Any) -> RunConfig:
 
 def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
     """Raise :class:`UserInputError` for unknown names or a method's budget limit."""
-    from ax_kernel_discovery.baselines import UnknownMethodError, method_info
+    from ax_kernel_discovery.baselines.methods import UnknownMethodError, method_info
     from ax_kernel_discovery.benchmarks import PROBLEMS
 
     if cfg.problem not in PROBLEMS:
@@ -151,7 +151,7 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
     except UnknownMethodError as e:
         raise UserInputError(str(e)) from None
     if cfg.method == "cake":  # CAKE is an LLM method: say so before anything runs
-        from ax_kernel_discovery.cake import NoLLMError, check_cake_config
+        from ax_kernel_discovery.baselines.cake import NoLLMError, check_cake_config
         from ax_kernel_discovery.config import KernelDiscoveryConfig
 
         try:

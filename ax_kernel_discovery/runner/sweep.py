@@ -1,7 +1,7 @@
 """Sweeps: many runs of :mod:`ax_kernel_discovery.runner` in parallel, resumable.
 
 :func:`sweep` runs problems x methods x seeds, :func:`run_configs` any list of run
-configs, on an executor from :mod:`ax_kernel_discovery.executors` (local processes by
+configs, on an executor from :mod:`ax_kernel_discovery.runner.executors` (local processes by
 default, or Dask). Each worker runs :func:`run_task`, which never raises: a failed run
 is reported (its traceback written beside the results) and the sweep goes on. Finished
 runs are skipped, so a stopped sweep continues where it was when started again.
@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ax_kernel_discovery.executors import make_executor
 from ax_kernel_discovery.runner import (
     RunConfig,
     UserInputError,
@@ -26,6 +25,7 @@ from ax_kernel_discovery.runner import (
     make_run_config,
     run_experiment,
 )
+from ax_kernel_discovery.runner.executors import make_executor
 
 
 def sweep_configs(
@@ -99,7 +99,7 @@ def sweep(
         workers: Parallel runs (processes or Dask workers); each uses one torch thread.
         executor: ``"local"`` (processes, default), ``"dask"`` (a Dask cluster: the one at
             ``scheduler_address``, else a local one with ``workers`` processes), or an
-            :class:`~ax_kernel_discovery.executors.RunExecutor` instance.
+            :class:`~ax_kernel_discovery.runner.executors.RunExecutor` instance.
         scheduler_address: Address of an existing Dask scheduler (``tcp://host:8786``).
         progress: Show a progress bar over the runs.
         **settings: :class:`RunConfig` fields shared by all runs (``budget``, ``batch``, ``out``...).

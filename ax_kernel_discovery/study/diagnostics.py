@@ -1,13 +1,13 @@
 """The study's diagnostics: search behaviour, kernel selection and the chosen kernels.
 
 Aggregates, over a method's runs, what each run's result file records per round
-(:mod:`ax_kernel_discovery.diagnostics` computes it during the run): the boundary hit
+(:mod:`ax_kernel_discovery.runner.diagnostics` computes it during the run): the boundary hit
 ratio and OTSD of the queries (:func:`search_diagnostics`), whether the criterion picks
 the kernel that predicts the next batch best (:func:`selection_diagnostics`), and which
 kernel families ``kd`` chose per BO round with their Gram diversity
 (:func:`chosen_timeline`, families by :func:`kernel_family`), and how many proposed
 kernels survive and what proposing cost (:func:`proposal_diagnostics`). The report
-(:mod:`ax_kernel_discovery.study_report`) re-exports them.
+(:mod:`ax_kernel_discovery.study.report`) re-exports them.
 
 Example:
     >>> kernel_family("off_r3_1:(matern52@tanh*rq)")
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.study_statistics import spearman
+from ax_kernel_discovery.study.statistics import spearman
 
 BASE_KERNELS = ("RBF", "Matern52", "RQ", "BOCK", "SL")
 GUARD_CHOICE = "AxDefault"

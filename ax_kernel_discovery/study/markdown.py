@@ -1,7 +1,7 @@
 """The study report's Markdown: the document and its tables, from the study's summary.
 
 :func:`study_markdown` writes the text of the report (``docs/results.md`` in the
-repository) from what :func:`~ax_kernel_discovery.study_report.study_summary` computed:
+repository) from what :func:`~ax_kernel_discovery.study.report.study_summary` computed:
 protocol, best values with their ranks, ``kd`` paired with each baseline, learning
 curves, search and selection diagnostics, the chosen-kernel timeline, the variants, the
 transfer experiment and the time per round.
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ax_kernel_discovery.report import _fmt, timing_markdown, timing_table
-from ax_kernel_discovery.study import StudyProtocol
+from ax_kernel_discovery.runner.report import _fmt, timing_markdown, timing_table
+from ax_kernel_discovery.study.protocol import StudyProtocol
 
 
 def study_markdown(
@@ -31,7 +31,7 @@ def study_markdown(
     """The report's Markdown text.
 
     Args:
-        summary: :func:`~ax_kernel_discovery.study_report.study_summary`'s output, with
+        summary: :func:`~ax_kernel_discovery.study.report.study_summary`'s output, with
             its ``transfer`` entry.
         results: The study's result records (for the settings line and the timings).
         protocol: The study's protocol.

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ax_kernel_discovery.runner import RunConfig, make_run_config
-from ax_kernel_discovery.sweep import run_configs
+from ax_kernel_discovery.runner.sweep import run_configs
 
 DEFAULT_OUT = "benchmarks/results/study"
 """Where the study's result files live in the repository."""

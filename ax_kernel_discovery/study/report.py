@@ -16,9 +16,9 @@ Paired differences are signed so that a positive value means ``kd`` found the be
 value (lower for minimization, higher for maximization).
 
 The pieces live in focused modules, re-exported here: the paired statistics in
-:mod:`ax_kernel_discovery.study_statistics`, the search and selection diagnostics in
-:mod:`ax_kernel_discovery.study_diagnostics` and the Markdown in
-:mod:`ax_kernel_discovery.study_markdown`; this module computes the summary and writes
+:mod:`ax_kernel_discovery.study.statistics`, the search and selection diagnostics in
+:mod:`ax_kernel_discovery.study.diagnostics` and the Markdown in
+:mod:`ax_kernel_discovery.study.markdown`; this module computes the summary and writes
 the files.
 
 Example:
@@ -39,9 +39,8 @@ import numpy as np
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.proposers.cake import CAKE_BASE_KERNELS
-from ax_kernel_discovery.report import load_results, plot_curves, rank_table
-from ax_kernel_discovery.study import STUDY, StudyProtocol
-from ax_kernel_discovery.study_diagnostics import (
+from ax_kernel_discovery.runner.report import load_results, plot_curves, rank_table
+from ax_kernel_discovery.study.diagnostics import (
     BASE_KERNELS,
     chosen_timeline,
     kernel_family,
@@ -49,8 +48,9 @@ from ax_kernel_discovery.study_diagnostics import (
     search_diagnostics,
     selection_diagnostics,
 )
-from ax_kernel_discovery.study_markdown import study_markdown
-from ax_kernel_discovery.study_statistics import (
+from ax_kernel_discovery.study.markdown import study_markdown
+from ax_kernel_discovery.study.protocol import STUDY, StudyProtocol
+from ax_kernel_discovery.study.statistics import (
     TIE_TOLERANCE,
     paired_comparison,
     spearman,

@@ -12,7 +12,7 @@ in simulation, see :func:`bootstrap_coverage`), and with 2 pairs its interval is
 range of the two differences: it is not used.
 
 :func:`standard_error` and :func:`spearman` are the small statistics the study report and
-its diagnostics use. The report (:mod:`ax_kernel_discovery.study_report`) re-exports them.
+its diagnostics use. The report (:mod:`ax_kernel_discovery.study.report`) re-exports them.
 
 Paired differences are signed so that a positive value means ``kd`` found the better
 value (lower for minimization, higher for maximization).

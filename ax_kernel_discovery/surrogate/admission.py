@@ -22,8 +22,8 @@ from ax_kernel_discovery.diversity import (
 )
 from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.validation import check_kernel
 
 

@@ -21,10 +21,10 @@ Nothing here raises into the BO loop because of a bad kernel: every failure is r
 in :attr:`KernelDiscoverySurrogate.history` with its reason.
 
 The round's steps live in focused modules: the candidate checks of step 3 in
-:mod:`ax_kernel_discovery.surrogate_admission`, the fitting, scoring and choice of steps 4
-and 5 in :mod:`ax_kernel_discovery.surrogate_fitting`, the saved state's encoding in
-:mod:`ax_kernel_discovery.surrogate_state` and the per-round record in
-:mod:`ax_kernel_discovery.round_record`; this module holds the surrogate that runs them.
+:mod:`ax_kernel_discovery.surrogate.admission`, the fitting, scoring and choice of steps 4
+and 5 in :mod:`ax_kernel_discovery.surrogate.fitting`, the saved state's encoding in
+:mod:`ax_kernel_discovery.surrogate.state` and the per-round record in
+:mod:`ax_kernel_discovery.surrogate.round_record`; this module holds the surrogate that runs them.
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ from ax_kernel_discovery.population import MemberSummary, Population, start_cand
 from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-from ax_kernel_discovery.round_record import RoundRecord
-from ax_kernel_discovery.surrogate_admission import CandidateAdmissionMixin
-from ax_kernel_discovery.surrogate_fitting import (
+from ax_kernel_discovery.surrogate.admission import CandidateAdmissionMixin
+from ax_kernel_discovery.surrogate.fitting import (
     GUARD_NAME,
     KernelFittingMixin,
     model_config_for,
 )
-from ax_kernel_discovery.surrogate_state import (
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import (
     LastChoice,
     decode_tensors,
     encode_tensors,
@@ -320,7 +320,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         Population, history (the last ``history_limit`` rounds) and round counter; the
         warm-start parameters of the members, the last choice (for the strike rule) and
         the proposer's dedup keys, so that a reloaded run continues exactly as an
-        uninterrupted one (see :mod:`ax_kernel_discovery.surrogate_state`). While Ax
+        uninterrupted one (see :mod:`ax_kernel_discovery.surrogate.state`). While Ax
         stores a generator run's copy (``_record_only``), only the round counter and
         the objective weights: the generation strategy holds the state.
         """

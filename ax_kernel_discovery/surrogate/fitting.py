@@ -28,9 +28,7 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.population import HeldOut, Member, Population
-from ax_kernel_discovery.round_record import RoundRecord
 from ax_kernel_discovery.selection import (
     best_points,
     gaussian_crps,
@@ -44,7 +42,9 @@ from ax_kernel_discovery.selection import (
     stacking_weights,
     within_noise,
 )
-from ax_kernel_discovery.surrogate_state import warm_parameters
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import warm_parameters
 
 logger = logging.getLogger(__name__)
 

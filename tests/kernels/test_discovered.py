@@ -18,8 +18,8 @@ import torch
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
-from ax_kernel_discovery.kernels.discovered import DiscoveredKernel
 from ax_kernel_discovery.llm.function_kernel import build_kernel_source
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.testing import KernelContractMixin
 
 TREE = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("sl")]}

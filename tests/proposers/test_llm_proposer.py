@@ -446,7 +446,7 @@ def test_a_round_without_llm_proposals_warns_once_and_is_counted(
     import logging
 
     from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
-    from ax_kernel_discovery.round_record import RoundRecord
+    from ax_kernel_discovery.surrogate.round_record import RoundRecord
 
     config = KernelDiscoveryConfig(
         proposer="llm",
