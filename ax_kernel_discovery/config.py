@@ -175,6 +175,12 @@ class KernelDiscoveryConfig(BaseModel):
     patience: int = Field(
         3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
     )
+    strike_rule: Literal["batch", "none"] = Field(
+        "batch",
+        description="batch: the kernel chosen last round is struck when its batch did not "
+        "improve the best value (the paper's rule; patience applies to start kernels); "
+        "none: members leave by score only (CAKE and compositional search).",
+    )
     fit_timeout: float = Field(
         60.0,
         gt=0,

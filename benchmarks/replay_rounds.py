@@ -265,13 +265,13 @@ def _chosen(
     if rec.get("guarded") or name == GUARD:
         return {"name": GUARD, "guarded": True}
     for surrogate, source in ((after, "run"), (before, "refit")):
-        if surrogate is None or METRIC not in surrogate.populations:
+        if surrogate is None or METRIC not in surrogate.outcome_states:
             continue
-        pop = surrogate.populations[METRIC]
+        pop = surrogate.outcome_states[METRIC].population
         if name not in pop.names:
             continue
         cand = pop.get(name).candidate
-        params = surrogate._warm.get((METRIC, name))
+        params = surrogate.outcome_states[METRIC].warm.get(name)
         if source == "refit":  # fit it on the round's data, from its last warm start
             config = before.config
             maxiter = config.fit_maxiter if params is not None else 4 * (config.fit_maxiter or 50)

@@ -8,12 +8,13 @@ from ax_kernel_discovery import KernelDiscoverySurrogate, RoundRecord
 from ax_kernel_discovery.analysis import discovery_report, lineage, summarize
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import formula, leaf
+from ax_kernel_discovery.surrogate.state import OutcomeState
 
 
 def _surrogate() -> KernelDiscoverySurrogate:
     s = KernelDiscoverySurrogate()
     pop = s._new_population()
-    s.populations["f"] = pop
+    s.outcome_states["f"] = OutcomeState(pop)
     a_spec = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("sl")]}
     a = KernelCandidate(
         name="a", formula=formula(a_spec), origin="offline", parents=("RBF", "SL"), spec=a_spec

@@ -226,7 +226,7 @@ MOVED_MODULES = [
     ),
     (
         "ax_kernel_discovery.surrogate_admission",
-        "CandidateAdmissionMixin",
+        "CandidateAdmission",
         "ax_kernel_discovery.surrogate.admission",
     ),
     ("ax_kernel_discovery.surrogate_state", "LastChoice", "ax_kernel_discovery.surrogate.state"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ax_kernel_discovery.baselines.compositional import reuse_hyperparameters
+from ax_kernel_discovery.baselines.compositional import reuse_hyperparameters, reuse_parent_fit
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula
 from ax_kernel_discovery.population import base_candidate
@@ -46,8 +46,8 @@ def test_reuse_hyperparameters(op: str) -> None:
     )
     p_state, _ = _fitted_like_state(parent, dim, 0)
     b_state, _ = _fitted_like_state(base, dim, 1)
-    warm = {("y", "RQ"): p_state, ("y", "SL"): b_state}
-    state = reuse_hyperparameters(cand, warm, "y", dim)
+    warm = {"RQ": p_state, "SL": b_state}
+    state = reuse_hyperparameters(cand, warm, dim)
     X = torch.rand(8, dim, dtype=torch.float64)
     model = KernelDiscoveryGP(
         X, X.sum(-1, keepdim=True), covar_module=DiscoveredKernel(cand.model_dump_json(), dim)
@@ -73,4 +73,7 @@ def test_reuse_hyperparameters(op: str) -> None:
         ]
     for dst, source, src in pairs:
         assert torch.equal(state[inner + dst], source[inner + src]), dst
-    assert reuse_hyperparameters(cand, {}, "y", dim) is None
+    assert reuse_hyperparameters(cand, {}, dim) is None
+    start = reuse_parent_fit(cand, [], warm, dim)  # the start rule: a warm start's steps
+    assert start is not None and start.warm_steps and start.parameters.keys() == state.keys()
+    assert reuse_parent_fit(base, [], warm, dim) is None  # not an expansion

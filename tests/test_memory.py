@@ -40,9 +40,9 @@ def test_rbf_is_not_pairwise() -> None:
 def test_surrogate_rejects_a_kernel_over_the_memory_limit() -> None:
     cand = start_candidates()[0]
     tight = KernelDiscoverySurrogate(KernelDiscoveryConfig(max_kernel_memory_gb=1e-6))
-    rejection = tight._memory_rejection(cand, dim=50, n=100)
+    rejection = tight.admission.memory_rejection(cand, dim=50, n=100)
     assert rejection is not None and rejection.stage == "memory"
     assert "max_kernel_memory_gb=1e-06" in rejection.reason
-    assert KernelDiscoverySurrogate()._memory_rejection(cand, dim=50, n=100) is None
+    assert KernelDiscoverySurrogate().admission.memory_rejection(cand, dim=50, n=100) is None
     off = KernelDiscoverySurrogate(KernelDiscoveryConfig(max_kernel_memory_gb=None))
-    assert off._memory_rejection(cand, dim=50, n=100) is None
+    assert off.admission.memory_rejection(cand, dim=50, n=100) is None

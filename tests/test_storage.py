@@ -207,12 +207,15 @@ def assert_same_state(a: KernelDiscoverySurrogate, b: KernelDiscoverySurrogate) 
     assert population_of(b) == population_of(a)
     assert [m.formula for m in b.population] == [m.formula for m in a.population]
     assert [r.model_dump() for r in b.history] == [r.model_dump() for r in a.history]
-    assert b._last_choice == a._last_choice
-    assert b._warm.keys() == a._warm.keys()
-    for key, params in a._warm.items():
-        assert b._warm[key].keys() == params.keys()
-        for name, value in params.items():
-            assert torch.equal(b._warm[key][name], value), (key, name)
+    assert b.outcome_states.keys() == a.outcome_states.keys()
+    for outcome, state in a.outcome_states.items():
+        loaded = b.outcome_states[outcome]
+        assert loaded.last_choice == state.last_choice
+        assert loaded.warm.keys() == state.warm.keys()
+        for key, params in state.warm.items():
+            assert loaded.warm[key].keys() == params.keys()
+            for name, value in params.items():
+                assert torch.equal(loaded.warm[key][name], value), (outcome, key, name)
     assert b.state_dict_json() == a.state_dict_json()
 
 
@@ -223,7 +226,8 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     for _ in range(2):
         run_batch(client, Q)
     live = surrogate_of(client)
-    assert live._warm and live._last_choice, "nothing to carry over"
+    kept = live.outcome_states["f"]
+    assert kept.warm and kept.last_choice, "nothing to carry over"
 
     json_path = tmp_path / "run.json"
     client.save_to_json_file(str(json_path))

@@ -19,6 +19,8 @@ from ax_kernel_discovery import (
 )
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 
 set_ax_logger_levels(logging.WARNING)
 
@@ -241,7 +243,7 @@ def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
     iso = KernelCandidate(name="iso", formula=formula(iso_spec), origin="offline", spec=iso_spec)
     assert twin.key != pop.get("RBF").candidate.key
     rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    accepted = s._validate([twin, iso], pop, 6, rec)
+    accepted = s.admission.admit([twin, iso], pop, 6, rec)
     assert [c.name for c in accepted] == ["iso"]
     assert rec.rejected[0].name == "twin" and rec.rejected[0].stage == "duplicate"
     assert "Gram matrix" in rec.rejected[0].reason
@@ -265,7 +267,7 @@ def test_a_kernel_that_would_fail_on_a_gpu_is_rejected_on_a_cpu_with_its_reason(
         for name in ("broken_deviceless_nugget", "valid_device_aware_nugget")
     ]
     rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    accepted = s._validate(cands, pop, 6, rec, device=torch.device("cpu"))
+    accepted = s.admission.admit(cands, pop, 6, rec, device=torch.device("cpu"))
     assert [c.name for c in accepted] == ["valid_device_aware_nugget"]
     (rejection,) = rec.rejected
     assert (rejection.name, rejection.stage) == ("broken_deviceless_nugget", "device")
@@ -279,10 +281,10 @@ def test_a_dropped_members_twin_may_come_back() -> None:
     pop = s._new_population()
     twin = KernelCandidate(name="twin", formula="f", origin="offline", spec={"kernel": "rbf"})
     rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    assert s._validate([twin], pop, 6, rec) == []  # RBF is a member: duplicate
+    assert s.admission.admit([twin], pop, 6, rec) == []  # RBF is a member: duplicate
     pop.remove("RBF")
     rec = RoundRecord(round=1, outcome="f", n=0, dim=6)
-    assert [c.name for c in s._validate([twin], pop, 6, rec)] == ["twin"]
+    assert [c.name for c in s.admission.admit([twin], pop, 6, rec)] == ["twin"]
 
 
 def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
@@ -297,14 +299,14 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
     client = make_client(config)
     surrogate = surrogate_of(client)
     refits: list[tuple[str, bool]] = []
-    fit_and_score = surrogate._fit_and_score
+    fit_and_score = surrogate.fitter.fit_and_score
 
-    def spy(cand, *args, refit=True, **kwargs):  # type: ignore[no-untyped-def]
-        warm = ("f", cand.name) in surrogate._warm
+    def spy(cand, ctx, *args, refit=True, **kwargs):  # type: ignore[no-untyped-def]
+        warm = cand.name in ctx.state.warm
         refits.append((cand.name, refit or not warm))
-        return fit_and_score(cand, *args, refit=refit, **kwargs)
+        return fit_and_score(cand, ctx, *args, refit=refit, **kwargs)
 
-    surrogate._fit_and_score = spy  # type: ignore[method-assign]
+    surrogate.fitter.fit_and_score = spy  # type: ignore[method-assign]
     run_batch(client, 10)
     run_batch(client, 4)  # first BO round: no warm states, every kernel is fitted
     refits.clear()
@@ -322,45 +324,67 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
     assert rec.chosen == min(rec.scores, key=rec.scores.get)
 
 
-def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
-    from ax_kernel_discovery.surrogate import RoundRecord
+def _context(s: KernelDiscoverySurrogate, outcome: str, n: int) -> RoundContext:
+    """The context a round of ``s`` on ``n`` points of ``outcome`` hands its steps."""
+    from ax.core.search_space import SearchSpaceDigest
+    from botorch.utils.datasets import SupervisedDataset
 
+    names = [f"x{i}" for i in range(6)]
+    dataset = SupervisedDataset(
+        X=torch.rand(n, 6, dtype=torch.float64),
+        Y=torch.rand(n, 1, dtype=torch.float64),
+        feature_names=names,
+        outcome_names=[outcome],
+    )
+    return RoundContext(
+        outcome=outcome,
+        state=OutcomeState(s._new_population()),
+        dataset=dataset,
+        search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * 6),
+        rec=RoundRecord(round=len(s.history), outcome=outcome, n=n, dim=6),
+        history=[r for r in s.history if r.outcome == outcome],
+    )
+
+
+def _halving(s: KernelDiscoverySurrogate, outcome: str, n: int) -> bool:
+    return s.fitter.halving(_context(s, outcome, n))
+
+
+def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
     s = KernelDiscoverySurrogate(
         KernelDiscoveryConfig(selection="auto", halving_max_new_fraction=0.1)
     )
-    assert not s._halving("f", 300)  # first round: nothing to screen with
+    assert not _halving(s, "f", 300)  # first round: nothing to screen with
     s.history.append(RoundRecord(round=0, outcome="f", n=300, dim=6))
     s.history.append(RoundRecord(round=1, outcome="g", n=20, dim=6))
-    assert s._halving("f", 304)  # 4 new points on 300
-    assert s._halving("f", 330)  # exactly 10%
-    assert not s._halving("f", 331)
-    assert not s._halving("g", 35)  # 15 new points on 20: hyperparameters move
-    assert not s._halving("f", 250)  # fewer points than last round (new data set)
-    assert KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="halving"))._halving("f", 9)
-    assert not KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="full"))._halving("f", 9)
+    assert _halving(s, "f", 304)  # 4 new points on 300
+    assert _halving(s, "f", 330)  # exactly 10%
+    assert not _halving(s, "f", 331)
+    assert not _halving(s, "g", 35)  # 15 new points on 20: hyperparameters move
+    assert not _halving(s, "f", 250)  # fewer points than last round (new data set)
+    assert _halving(KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="halving")), "f", 9)
+    assert not _halving(KernelDiscoverySurrogate(KernelDiscoveryConfig(selection="full")), "f", 9)
     default = KernelDiscoverySurrogate()  # auto, halving up to 5% new points
     default.history.append(RoundRecord(round=0, outcome="f", n=300, dim=6))
-    assert default._halving("f", 304) and not default._halving("f", 316)
+    assert _halving(default, "f", 304) and not _halving(default, "f", 316)
 
 
 def test_a_fit_over_fit_timeout_is_rejected_only_when_far_slower_than_the_fastest() -> None:
-    from ax_kernel_discovery.surrogate import RoundRecord
 
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(fit_timeout=60.0, slow_fit_factor=3.0))
     models = {k: (None, None, 0.1) for k in ("RBF", "SL", "big", "screened")}
-    rec = RoundRecord(round=0, outcome="f", n=1000, dim=6392)
+    ctx = _context(s, "f", 10)
+    rec = ctx.rec
     # every fit needs more than fit_timeout (the Humanoid scale on a CPU)
     rec.timings.update({"refit:RBF": 88.0, "refit:SL": 137.0, "refit:big": 300.0})
-    s._warm[("f", "big")] = s._warm[("f", "RBF")] = {}  # type: ignore[assignment]
-    kept = s._drop_slow_fits(dict(models), "f", rec)  # type: ignore[arg-type]
-    assert ("f", "big") not in s._warm and ("f", "RBF") in s._warm  # no stale warm start
+    kept = s.fitter._drop_slow_fits(dict(models), ctx)  # type: ignore[arg-type]
     assert set(kept) == {"RBF", "SL", "screened"}  # 300 s > 3 x 88 s; 'screened' had no fit
     assert [(r.name, r.stage) for r in rec.rejected] == [("big", "timeout")]
     assert "264.0s" in rec.rejected[0].reason
     # at a normal scale, fit_timeout is the limit
-    rec = RoundRecord(round=0, outcome="f", n=50, dim=6)
-    rec.timings.update({"refit:RBF": 0.5, "refit:SL": 59.0, "refit:big": 61.0})
-    assert set(s._drop_slow_fits(dict(models), "f", rec)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
+    ctx = _context(s, "f", 10)
+    ctx.rec.timings.update({"refit:RBF": 0.5, "refit:SL": 59.0, "refit:big": 61.0})
+    assert set(s.fitter._drop_slow_fits(dict(models), ctx)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
 
 
 def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> None:
@@ -385,8 +409,8 @@ def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
 
     models = {"big": (_Model(50), None, 0.100), "small": (_Model(2), None, 0.101)}
     loose = KernelDiscoverySurrogate(KernelDiscoveryConfig(parsimony_tolerance=0.01))
-    assert loose._choose(models) == "small"  # type: ignore[arg-type]
-    assert KernelDiscoverySurrogate()._choose(models) == "big"  # type: ignore[arg-type]
+    assert loose.fitter.choose(models) == "small"  # type: ignore[arg-type]
+    assert KernelDiscoverySurrogate().fitter.choose(models) == "big"  # type: ignore[arg-type]
 
 
 def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
@@ -394,14 +418,14 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     from ax_kernel_discovery.surrogate import RoundRecord
 
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="lbo_crps", score_batches=2))
-    assert s._score_blocks("f", 20) is None  # the initial design only: LOO-CRPS
+    assert s.fitter._score_blocks(_context(s, "f", 20), 20) is None  # initial design: LOO
     s.history = [RoundRecord(round=i, outcome="f", n=n, dim=3) for i, n in enumerate([20, 35, 50])]
     s.history.append(RoundRecord(round=0, outcome="g", n=27, dim=3))  # another outcome
-    blocks = s._score_blocks("f", 65)
+    blocks = s.fitter._score_blocks(_context(s, "f", 65), 65)
     assert [b.tolist() for b in blocks] == [list(range(35, 50)), list(range(50, 65))]
     loo = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="loo_crps"))
     loo.history = s.history
-    assert loo._score_blocks("f", 65) is None  # loo_crps: no blocks
+    assert loo.fitter._score_blocks(_context(loo, "f", 65), 65) is None  # loo_crps: no blocks
 
     config = CONFIG.model_copy(update={"criterion": "lbo_crps", "score_batches": 1})
     client = make_client(config)

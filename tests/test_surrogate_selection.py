@@ -166,10 +166,10 @@ def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
     eligible = {"RBF": pop.get("RBF").heldout_loss(), "SL": pop.get("SL").heldout_loss()}
     fake = {k: (torch.nn.Linear(1, 1), None, 0.0) for k in eligible}
     models = {k: (type("M", (), {"covar_module": v[0]})(), v[1], v[2]) for k, v in fake.items()}
-    assert s._cheapest_within_noise(pop, models, eligible, "SL") == "RBF"  # type: ignore[arg-type]
+    assert s.fitter._cheapest_within_noise(pop, models, eligible, "SL") == "RBF"  # type: ignore[arg-type]
     pop.get("RBF").heldout = held(0.5, jitter=0.05)  # now clearly worse
     eligible["RBF"] = pop.get("RBF").heldout_loss()
-    assert s._cheapest_within_noise(pop, models, eligible, "SL") == "SL"  # type: ignore[arg-type]
+    assert s.fitter._cheapest_within_noise(pop, models, eligible, "SL") == "SL"  # type: ignore[arg-type]
 
 
 def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatch) -> None:  # noqa: ANN001
@@ -185,7 +185,7 @@ def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatc
     scores = {"RBF": 0.100, "Matern52": 0.101, "RQ": 0.102, "BOCK": 0.5, "SL": 0.6}
     sizes = {"RBF": 50, "Matern52": 50, "RQ": 2, "BOCK": 50, "SL": 50}
     models = {k: (_Fake(sizes[k]), type("C", (), {"name": k})(), v) for k, v in scores.items()}
-    monkeypatch.setattr(s, "_fit_all", lambda *a, **k: dict(models))
+    monkeypatch.setattr(s.fitter, "fit_all", lambda *a, **k: dict(models))
     model, _ = _round(s, X, y)
     assert s.history[-1].chosen == "RQ" and model is models["RQ"][0]
     assert "RQ" in s.population and len(s.population) == 2

@@ -6,7 +6,7 @@
   mutation of compositions of SE, PER, LIN, RQ, M32, M52, at most 3 base kernels);
 * the six base kernels as the initial population;
 * fitness by BIC (``config.criterion`` is forced to ``"bic"``; no guard round and no kept
-  kernels), the top ``population_size`` survive, no strike rule;
+  kernels), the top ``population_size`` survive, no strike rule (``strike_rule="none"``);
 * a truncated view of each round's observations handed to the proposer (CAKE's
   prompts contain data; kernel discovery's do not).
 
@@ -29,15 +29,13 @@ from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
-from torch import Tensor
 
+from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.cake import CakeProposer, cake_start_candidates
 from ax_kernel_discovery.proposers.from_config import llm_client_kwargs
 from ax_kernel_discovery.storage import register_surrogate_class
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 
 __all__ = ["CAKE_DEFAULTS", "CakeSurrogate", "NoLLMError", "check_cake_config"]
 
@@ -95,36 +93,34 @@ class CakeSurrogate(KernelDiscoverySurrogate):
                 "fallback_to_offline": False,
                 "guard_rounds": 0,
                 "keep_kernels": (),
+                "strike_rule": "none",
             }
         )
         self.max_rows = int(max_rows)
         self.max_dims = int(max_dims)
-        super().__init__(config=config, state=state, **kwargs)
+        super().__init__(
+            config=config,
+            state=state,
+            start_candidates=cake_start_set,
+            proposer_factory=self.cake_proposer,
+            **kwargs,
+        )
 
     @property
     def needs_llm(self) -> bool:
         """CAKE always proposes with an LLM."""
         return True
 
-    @property
-    def proposer(self) -> Proposer:
-        if self._proposer is None:
-            self._proposer = CakeProposer(
-                self.config.llm_model,
-                max_rows=self.max_rows,
-                max_dims=self.max_dims,
-                seed=self.config.seed,
-                hdbo_guidance=False,
-                feedback_rounds=self.config.feedback_rounds,
-                client_kwargs=llm_client_kwargs(self.config),
-            )
-        return self._proposer
-
-    def _new_population(self, dim: int | None = None) -> Population:
-        return Population(
-            cake_start_candidates(),
-            size=self.config.population_size,
-            patience=self.config.patience,
+    def cake_proposer(self, config: KernelDiscoveryConfig) -> CakeProposer:
+        """The proposer factory: CAKE's LLM operator on ``config``'s model."""
+        return CakeProposer(
+            config.llm_model,
+            max_rows=self.max_rows,
+            max_dims=self.max_dims,
+            seed=config.seed,
+            hdbo_guidance=False,
+            feedback_rounds=config.feedback_rounds,
+            client_kwargs=llm_client_kwargs(config),
         )
 
     def model_selection(
@@ -148,8 +144,10 @@ class CakeSurrogate(KernelDiscoverySurrogate):
         kwargs["max_dims"] = self.max_dims
         return kwargs
 
-    def _strike(self, outcome: str, pop: Any, X: Tensor, Y: Tensor, rec: RoundRecord) -> None:
-        """CAKE keeps members by fitness only (no strike rule)."""
+
+def cake_start_set(config: KernelDiscoveryConfig, dim: int | None) -> list[KernelCandidate]:
+    """CAKE's start set: its six base kernels, whatever ``config`` and ``dim``."""
+    return cake_start_candidates()
 
 
 register_surrogate_class(CakeSurrogate)

@@ -11,22 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ax.core.search_space import SearchSpaceDigest
-from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.models.model import Model
-from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import START_SET
-from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.compositional import CompositionalProposer
 from ax_kernel_discovery.storage import register_surrogate_class
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.fitting import FitStart
 
-__all__ = ["COMPOSITIONAL_DEFAULTS", "CompositionalSearchSurrogate", "reuse_hyperparameters"]
+__all__ = [
+    "COMPOSITIONAL_DEFAULTS",
+    "CompositionalSearchSurrogate",
+    "reuse_hyperparameters",
+    "reuse_parent_fit",
+]
 
 #: Defaults of compositional search's :class:`KernelDiscoveryConfig` (top 5 by BIC, all 10 expansions).
 COMPOSITIONAL_DEFAULTS: dict[str, Any] = {
@@ -45,8 +46,9 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
       ``max_depth`` base kernels per expression);
     * selection by BIC (``config.criterion`` is forced to ``"bic"``; no guard round, no kept
       kernels);
-    * no strike rule (a member stays as long as its BIC keeps it in the top N);
-    * **hyperparameter reuse**: a new expansion ``S op B`` starts its MLL fit from the
+    * no strike rule (``strike_rule="none"``: a member stays as long as its BIC keeps it
+      in the top N);
+    * **hyperparameter reuse** (the start rule :func:`reuse_parent_fit`): a new expansion ``S op B`` starts its MLL fit from the
       hyperparameters fitted this round for ``S`` (all its kernel parameters, its
       noise and its constant mean) and for ``B`` when ``B`` is still a member (its
       lengthscales and other kernel parameters; for a sum also its output scale). In a
@@ -88,22 +90,22 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
                 "proposer": "offline",
                 "guard_rounds": 0,
                 "keep_kernels": (),
+                "strike_rule": "none",
             }
         )
-        super().__init__(config=config, state=state, **kwargs)
         self.max_depth = int(max_depth)
         self.base_kernels = tuple(base_kernels)
-        self._proposer = CompositionalProposer(
-            base_kernels=self.base_kernels, max_depth=self.max_depth
+        super().__init__(
+            config=config,
+            state=state,
+            proposer_factory=self.expansion_proposer,
+            start_rule=reuse_parent_fit,
+            **kwargs,
         )
 
-    @property
-    def proposer(self) -> Proposer:
-        if self._proposer is None:
-            self._proposer = CompositionalProposer(
-                base_kernels=self.base_kernels, max_depth=self.max_depth
-            )
-        return self._proposer
+    def expansion_proposer(self, config: KernelDiscoveryConfig) -> CompositionalProposer:
+        """The proposer factory: every expansion of the best member, by the base kernels."""
+        return CompositionalProposer(base_kernels=self.base_kernels, max_depth=self.max_depth)
 
     def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
         kwargs = super()._serialize_attributes_as_kwargs()
@@ -111,41 +113,22 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         kwargs["base_kernels"] = list(self.base_kernels)
         return kwargs
 
-    def _strike(self, outcome: str, pop: Any, X: Tensor, Y: Tensor, rec: RoundRecord) -> None:
-        """Compositional Search keeps members by BIC only (no strike rule)."""
 
-    def _fit_and_score(
-        self,
-        cand: KernelCandidate,
-        dataset: SupervisedDataset,
-        search_space_digest: SearchSpaceDigest,
-        outcome: str,
-        rec: RoundRecord,
-        refit: bool = True,
-        maxiter: int | None = None,
-        members: Sequence[KernelCandidate] = (),
-    ) -> tuple[Model, ModelConfig, float] | None:
-        if (
-            self.config.warm_start
-            and (outcome, cand.name) not in self._warm
-            and len(cand.parents) == 2
-        ):
-            try:
-                state = reuse_hyperparameters(cand, self._warm, outcome, dataset.X.shape[-1])
-            except Exception:  # noqa: BLE001 - reuse is an initialization, never required
-                state = None
-            if state is not None:
-                self._warm[(outcome, cand.name)] = state
-        return super()._fit_and_score(
-            cand,
-            dataset,
-            search_space_digest,
-            outcome,
-            rec,
-            refit=refit,
-            maxiter=maxiter,
-            members=members,
-        )
+def reuse_parent_fit(
+    cand: KernelCandidate,
+    members: Sequence[KernelCandidate],
+    warm: Mapping[str, Mapping[str, Tensor]],
+    dim: int,
+) -> FitStart | None:
+    """The start rule of compositional search: an expansion ``S op B`` starts from the
+    fits of ``S`` and ``B`` (:func:`reuse_hyperparameters`), with a warm start's steps."""
+    if len(cand.parents) != 2:
+        return None
+    try:
+        state = reuse_hyperparameters(cand, warm, dim)
+    except Exception:  # noqa: BLE001 - reuse is an initialization, never required
+        return None
+    return FitStart(state, warm_steps=True) if state is not None else None
 
 
 _COVAR = "covar_module.inner."
@@ -164,8 +147,7 @@ def _part_prefixes(spec: Mapping[str, Any]) -> tuple[str | None, str]:
 
 def reuse_hyperparameters(
     cand: KernelCandidate,
-    warm: Mapping[tuple[str, str], Mapping[str, Tensor]],
-    outcome: str,
+    warm: Mapping[str, Mapping[str, Tensor]],
     dim: int,
 ) -> dict[str, Tensor] | None:
     """A full model state dict for an expansion ``S op B``, reusing ``S``'s and ``B``'s fits.
@@ -173,18 +155,17 @@ def reuse_hyperparameters(
     Args:
         cand: The expansion (``parents == (S, B)``, ``spec`` made by
             :func:`~ax_kernel_discovery.proposers.compositional.expand`).
-        warm: Fitted state dicts by ``(outcome, member name)``.
-        outcome: The outcome being modelled.
+        warm: The outcome's fitted state dicts by member name.
         dim: Input dimension.
 
     Returns:
         The state dict to start the fit from, or ``None`` when ``S`` has no fitted state.
     """
     parent_name, base_name = cand.parents
-    parent_state = warm.get((outcome, parent_name))
+    parent_state = warm.get(parent_name)
     if parent_state is None or cand.spec is None:
         return None
-    base_state = warm.get((outcome, base_name))
+    base_state = warm.get(base_name)
     spec = cand.spec
     args = spec["args"]
     fresh = {

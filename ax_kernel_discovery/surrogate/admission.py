@@ -1,15 +1,20 @@
 """Which proposed kernels join a round (step 3), and the Gram diversity of a set of kernels.
 
-:class:`CandidateAdmissionMixin` holds the steps of
-:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` that check the
+:class:`CandidateAdmission` is a collaborator of
+:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate`: it checks the
 proposer's candidates before any is fitted: shapes, ``diag``, gradients, PSD and time
 (untrusted code in a sandboxed subprocess), the memory limit, and functional duplicates
-(by the cosine similarity of their Gram matrices on shared reference points).
+(by the cosine similarity of their Gram matrices on shared reference points). An
+expression-tree candidate is built once for all three checks. It keeps one cache, the
+Gram signatures by candidate key, and needs no Ax surrogate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
@@ -27,18 +32,23 @@ from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.validation import check_kernel
 
 
-class CandidateAdmissionMixin:
+class CandidateAdmission:
     """The validation and deduplication step of a round of kernel discovery.
 
-    Mixed into :class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate`, which
-    holds the state these steps read and update (declared below for type checkers).
+    Args:
+        config: The surrogate's settings (``fit_timeout``, ``dedup_threshold``,
+            ``max_kernel_memory_gb``, ``memory_probe_n``, ``seed``).
+
+    Attributes:
+        signatures: Dedup fingerprints by candidate key: a cache, recomputed after a
+            reload (they depend only on the kernel and the input dimension).
     """
 
-    config: KernelDiscoveryConfig
-    #: Dedup fingerprints by candidate key: a cache, recomputed after a reload.
-    _signatures: dict[str, Tensor]
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+        self.signatures: dict[str, Tensor] = {}
 
-    def _validate(
+    def admit(
         self,
         candidates: list[KernelCandidate],
         pop: Population,
@@ -57,9 +67,9 @@ class CandidateAdmissionMixin:
         accepted: list[KernelCandidate] = []
         points = reference_points(dim, n=40, seed=self.config.seed).to(device)
         for member in pop:
-            if member.candidate.key not in self._signatures:
+            if member.candidate.key not in self.signatures:
                 try:
-                    self._signatures[member.candidate.key] = gram_signature(
+                    self.signatures[member.candidate.key] = gram_signature(
                         member.candidate.build(dim).to(device=device, dtype=torch.float64),
                         points,
                     )
@@ -79,6 +89,7 @@ class CandidateAdmissionMixin:
                     )
                 )
                 continue
+            built: Kernel | None = None  # an expression tree is built once for every check
             if cand.code is not None:
                 result = validate_kernel_code(
                     cand.code,
@@ -88,8 +99,15 @@ class CandidateAdmissionMixin:
                     device=device,
                 )
             else:
+                try:
+                    built = cand.build(dim)
+                except Exception as e:  # noqa: BLE001 - recorded as check_kernel would
+                    built = None
+                    error: Exception | None = e
+                else:
+                    error = None
                 result = check_kernel(
-                    cand.build,
+                    _built_or_raise(built, error),
                     dim,
                     fit_timeout=self.config.fit_timeout,
                     check_fit=False,
@@ -105,26 +123,27 @@ class CandidateAdmissionMixin:
                     )
                 )
                 continue
-            memory = self._memory_rejection(cand, dim, n)
+            memory = self.memory_rejection(cand, dim, n, built)
             if memory is not None:
                 rec.rejected.append(memory)
                 continue
             try:
-                sig = gram_signature(cand.build(dim).to(device=device, dtype=torch.float64), points)
+                kernel = built if built is not None else cand.build(dim)
+                sig = gram_signature(kernel.to(device=device, dtype=torch.float64), points)
             except Exception as e:  # noqa: BLE001
                 rec.rejected.append(
                     Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")
                 )
                 continue
             # compare with the current members and this round's accepted kernels only
-            # (``_signatures`` is a cache that also holds kernels dropped long ago)
+            # (``signatures`` is a cache that also holds kernels dropped long ago)
             live = [m.candidate.key for m in pop] + [c.key for c in accepted]
             twin = next(
                 (
                     k
                     for k in live
-                    if k in self._signatures
-                    and cosine_similarity(sig, self._signatures[k]) > self.config.dedup_threshold
+                    if k in self.signatures
+                    and cosine_similarity(sig, self.signatures[k]) > self.config.dedup_threshold
                 ),
                 None,
             )
@@ -138,22 +157,27 @@ class CandidateAdmissionMixin:
                     )
                 )
                 continue
-            self._signatures[cand.key] = sig
+            self.signatures[cand.key] = sig
             accepted.append(cand)
         return accepted
 
-    def _memory_rejection(self, cand: KernelCandidate, dim: int, n: int) -> Rejection | None:
+    def memory_rejection(
+        self, cand: KernelCandidate, dim: int, n: int, kernel: Kernel | None = None
+    ) -> Rejection | None:
         """A rejection when the kernel's largest intermediate would pass the memory limit.
 
         Measured by :func:`~ax_kernel_discovery.memory.probe_kernel_memory` at the run's
-        ``D``, extrapolated to ``max(2 n, memory_probe_n)`` points (room for the run to grow).
+        ``D``, extrapolated to ``max(2 n, memory_probe_n)`` points (room for the run to grow),
+        on ``kernel`` (``cand`` already built) or a fresh build.
         """
         limit = self.config.max_kernel_memory_gb
         if limit is None:
             return None
         n_probe = max(2 * n, self.config.memory_probe_n)
         try:
-            probe = probe_kernel_memory(cand.build(dim), dim, n_probe)
+            probe = probe_kernel_memory(
+                kernel if kernel is not None else cand.build(dim), dim, n_probe
+            )
         except Exception as e:  # noqa: BLE001 - the validator already ran it; be safe
             return Rejection(name=cand.name, stage="memory", reason=f"probe failed: {e!r}"[:300])
         if probe.predicted_bytes <= limit * 1e9:
@@ -165,10 +189,22 @@ class CandidateAdmissionMixin:
             formula=cand.formula,
         )
 
-    def _diversity(self, keys: list[str]) -> float | None:
+    def diversity(self, keys: list[str]) -> float | None:
         """The paper's Gram-matrix diversity of the kernels with these keys."""
-        sigs = [self._signatures[k] for k in keys if k in self._signatures]
+        sigs = [self.signatures[k] for k in keys if k in self.signatures]
         return diversity(sigs) if len(sigs) > 1 else None
 
 
-__all__ = ["CandidateAdmissionMixin"]
+def _built_or_raise(kernel: Kernel | None, error: Exception | None) -> Callable[[int], Kernel]:
+    """A ``check_kernel`` factory that hands over the kernel built once (or its error)."""
+
+    def factory(dim: int) -> Kernel:
+        if error is not None:
+            raise error
+        assert kernel is not None
+        return kernel
+
+    return factory
+
+
+__all__ = ["CandidateAdmission"]

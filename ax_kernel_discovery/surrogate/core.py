@@ -20,11 +20,18 @@ runs one round of the method:
 Nothing here raises into the BO loop because of a bad kernel: every failure is recorded
 in :attr:`KernelDiscoverySurrogate.history` with its reason.
 
-The round's steps live in focused modules: the candidate checks of step 3 in
-:mod:`ax_kernel_discovery.surrogate.admission`, the fitting, scoring and choice of steps 4
-and 5 in :mod:`ax_kernel_discovery.surrogate.fitting`, the saved state's encoding in
-:mod:`ax_kernel_discovery.surrogate.state` and the per-round record in
-:mod:`ax_kernel_discovery.surrogate.round_record`; this module holds the surrogate that runs them.
+The round's steps are collaborators the surrogate holds, each testable without Ax's
+``Surrogate``: the candidate checks of step 3
+(:class:`~ax_kernel_discovery.surrogate.admission.CandidateAdmission`), the fitting,
+scoring and choice of steps 4 and 5
+(:class:`~ax_kernel_discovery.surrogate.fitting.KernelFitter`). What a round carries to
+the next has one owner per outcome,
+:class:`~ax_kernel_discovery.surrogate.state.OutcomeState` (population, warm starts, last
+choice, fitted models), and each step is handed a
+:class:`~ax_kernel_discovery.surrogate.state.RoundContext`. This module holds the surrogate
+that runs them, and its extension points: the strike rule (``config.strike_rule``), the
+start candidates, the proposer factory and the start rule of new kernels' fits
+(constructor arguments; CAKE and compositional search are configurations of them).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -43,23 +50,25 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
-from ax_kernel_discovery.candidate import Rejection
+from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library_format import library_start_candidates
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import MemberSummary, Population, start_candidates
 from ax_kernel_discovery.proposers import make_proposer
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
-from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-from ax_kernel_discovery.surrogate.admission import CandidateAdmissionMixin
+from ax_kernel_discovery.surrogate.admission import CandidateAdmission
 from ax_kernel_discovery.surrogate.fitting import (
     GUARD_NAME,
-    KernelFittingMixin,
+    KernelFitter,
+    StartRule,
     model_config_for,
 )
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
     LastChoice,
+    OutcomeState,
+    RoundContext,
     decode_tensors,
     encode_tensors,
 )
@@ -73,7 +82,23 @@ _PLACEHOLDER_CONFIGS = [
 ]
 
 
-class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surrogate):
+#: Builds the start set of a new population for input dimension ``dim`` (``None``: unknown).
+StartCandidates = Callable[[KernelDiscoveryConfig, "int | None"], list[KernelCandidate]]
+
+#: Builds the proposer of a surrogate from its settings.
+ProposerFactory = Callable[[KernelDiscoveryConfig], Proposer]
+
+
+def default_start_candidates(
+    config: KernelDiscoveryConfig, dim: int | None
+) -> list[KernelCandidate]:
+    """The paper's start set, or the kernel library of ``config.start_kernels`` (validated)."""
+    if config.start_kernels:
+        return library_start_candidates(config, dim)
+    return start_candidates()
+
+
+class KernelDiscoverySurrogate(Surrogate):
     """Ax ``Surrogate`` whose kernel is chosen from an evolving population each round.
 
     Use it as the ``surrogate`` of a ``BoTorchGenerator`` (see
@@ -84,13 +109,27 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         state: Saved population/history state (what Ax's JSON storage passes back).
         surrogate_spec: Ignored except for its non-model fields; the model configs are
             the population's.
+        start_candidates: Builds a new population's start set (default:
+            :func:`default_start_candidates`).
+        proposer_factory: Builds the proposer (default: ``proposers.make_proposer``, the
+            one ``config.proposer`` names).
+        start_rule: How a new kernel's fit starts (default: inheritance from the members
+            it contains when ``config.inherit_parameters``; see
+            :data:`~ax_kernel_discovery.surrogate.fitting.StartRule`).
         **kwargs: Passed to :class:`~ax.generators.torch.botorch_modular.surrogate.Surrogate`.
+
+    The three callables are not saved with the state: a subclass that sets them (see
+    :mod:`ax_kernel_discovery.baselines`) and registers itself with Ax's storage
+    (:func:`~ax_kernel_discovery.storage.register_surrogate_class`) reloads with them.
 
     Attributes:
         population: The population of the objective outcome (members with ``.name``,
             ``.formula``, ``.origin``, ``.score``).
         populations: One population per modelled outcome.
+        outcome_states: Everything kept per outcome (:class:`OutcomeState`).
         history: One :class:`RoundRecord` per round and outcome.
+        admission: The candidate checks (:class:`CandidateAdmission`).
+        fitter: The fit, score and choice steps (:class:`KernelFitter`).
 
     Example:
         >>> surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=8))
@@ -103,6 +142,9 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
         state: Mapping[str, Any] | None = None,
         surrogate_spec: SurrogateSpec | None = None,
+        start_candidates: StartCandidates | None = None,
+        proposer_factory: ProposerFactory | None = None,
+        start_rule: StartRule | None = None,
         **kwargs: Any,
     ) -> None:
         if config is None:
@@ -117,29 +159,51 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 outcomes=surrogate_spec.outcomes,
             )
         super().__init__(surrogate_spec=spec, **kwargs)
-        self.config: KernelDiscoveryConfig = config
-        self.populations: dict[str, Population] = {}
+        self._config = config
+        self.outcome_states: dict[str, OutcomeState] = {}
         self.history: list[RoundRecord] = []
         self.objective_weights: dict[str, float] = {}
         self.round_index = 0
+        self._start_candidates = start_candidates or default_start_candidates
+        self._proposer_factory = proposer_factory or make_proposer
         self._proposer: Proposer | None = None
-        #: Fitted parameters of every member, float32 (see :mod:`.surrogate_state`).
-        self._warm: dict[tuple[str, str], dict[str, Tensor]] = {}
-        #: Dedup fingerprints by candidate key: a cache, recomputed after a reload.
-        self._signatures: dict[str, Tensor] = {}
-        self._last_choice: dict[str, LastChoice] = {}
-        #: A loaded proposer state, applied when the proposer is next used.
+        #: The offline operator that stands in when an LLM round gives nothing
+        #: (``fallback_to_offline``); built once, so it remembers what it proposed.
+        self._fallback: Proposer | None = None
+        self.admission = CandidateAdmission(config)
+        self.fitter = KernelFitter(config, self._construct_model, start_rule)
+        #: Loaded proposer states (main, fallback), applied when a proposer is next used.
         self._proposer_state: dict[str, Any] | None = None
+        self._fallback_state: dict[str, Any] | None = None
         #: Set while Ax stores a generator run's copy (see :mod:`ax_kernel_discovery.storage`).
         self._record_only = False
         self._prefetch: dict[tuple[str, int, int], Future[Proposal]] = {}
         self._executor: ThreadPoolExecutor | None = None
-        #: Last round's fitted model of every member, per outcome (not saved; diagnostics).
-        self.fitted_models: dict[str, dict[str, Model]] = {}
         if state:
             self._load_state(state)
 
     # --- public views ------------------------------------------------------------------
+
+    @property
+    def config(self) -> KernelDiscoveryConfig:
+        """The settings (shared with the admission and fitting steps)."""
+        return self._config
+
+    @config.setter
+    def config(self, value: KernelDiscoveryConfig) -> None:
+        self._config = value
+        self.admission.config = value
+        self.fitter.config = value
+
+    @property
+    def populations(self) -> dict[str, Population]:
+        """One population per modelled outcome (a view of :attr:`outcome_states`)."""
+        return {k: v.population for k, v in self.outcome_states.items()}
+
+    @property
+    def fitted_models(self) -> dict[str, dict[str, Model]]:
+        """Last round's fitted model of every kernel, per outcome (not saved; diagnostics)."""
+        return {k: v.fitted_models for k, v in self.outcome_states.items()}
 
     @property
     def population(self) -> Population:
@@ -147,8 +211,8 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         for name, weight in self.objective_weights.items():
             if weight != 0 and name in self.populations:
                 return self.populations[name]
-        if self.populations:
-            return next(iter(self.populations.values()))
+        if self.outcome_states:
+            return next(iter(self.outcome_states.values())).population
         return self._new_population()
 
     @property
@@ -158,9 +222,20 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
 
     @property
     def proposer(self) -> Proposer:
+        """The proposer (built by the proposer factory on first use)."""
         if self._proposer is None:
-            self._proposer = make_proposer(self.config)
+            self._proposer = self._proposer_factory(self.config)
         return self._proposer
+
+    @property
+    def fallback_proposer(self) -> Proposer:
+        """The offline operator of LLM rounds that give nothing (``offline_grammar``)."""
+        if self._fallback is None:
+            self._fallback = make_proposer(self.config.model_copy(update={"proposer": "offline"}))
+            if self._fallback_state is not None:
+                self._fallback.load_state_dict(self._fallback_state)
+                self._fallback_state = None
+        return self._fallback
 
     def close(self) -> None:
         """Release what the proposer holds (a local LLM server) and the prefetch thread.
@@ -196,16 +271,26 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         outcome = dataset.outcome_names[0]
         X, Y = dataset.X, dataset.Y
         dim = X.shape[-1]
-        if outcome not in self.populations:
-            self.populations[outcome] = self._new_population(dim)
-        pop = self.populations[outcome]
+        if outcome not in self.outcome_states:
+            self.outcome_states[outcome] = OutcomeState(self._new_population(dim))
+        state = self.outcome_states[outcome]
+        pop = state.population
         rec = RoundRecord(round=self.round_index, outcome=outcome, n=X.shape[0], dim=dim)
+        ctx = RoundContext(
+            outcome=outcome,
+            state=state,
+            dataset=dataset,
+            search_space_digest=search_space_digest,
+            rec=rec,
+            history=[r for r in self.history if r.outcome == outcome],
+            sign=self.objective_weights.get(outcome),
+        )
 
-        self._strike(outcome, pop, X, Y, rec)
+        self._strike(ctx)
         rec.reset = pop.reset_if_empty()
         if self.config.criterion == "prequential":
             t0 = time.perf_counter()
-            self._score_heldout(pop, dataset, search_space_digest, outcome, rec)
+            self.fitter.score_heldout(ctx)
             rec.timings["heldout"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -217,24 +302,26 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
 
         t0 = time.perf_counter()
-        accepted = self._validate(proposal.candidates, pop, dim, rec, n=X.shape[0], device=X.device)
+        accepted = self.admission.admit(
+            proposal.candidates, pop, dim, rec, n=X.shape[0], device=X.device
+        )
         rec.timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        models = self._fit_all(
-            [m.candidate for m in pop] + accepted, dataset, search_space_digest, outcome, rec
-        )
+        models = self.fitter.fit_all([m.candidate for m in pop] + accepted, ctx)
         rec.timings["fit_and_score"] = time.perf_counter() - t0
 
         for cand in accepted:
             if cand.name in models:
                 pop.add(cand, self.round_index)
                 rec.accepted.append(cand.name)
+            else:
+                state.drop(cand.name)  # no warm start outlives a failed or too slow fit
         for member in list(pop):
             if member.name in models:
-                pop.set_score(member.name, self._member_score(member, models))
+                pop.set_score(member.name, self.fitter.member_score(member, models))
             else:
-                pop.remove(member.name)
+                state.drop(member.name)
                 rec.dropped.append(member.name)
 
         if not models:
@@ -249,7 +336,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
             best_config = ModelConfig()
         else:
             # choose before truncating, so that the choice always stays a member
-            choice = self._select(pop, models, outcome, rec)
+            choice = self.fitter.select(models, ctx)
             if choice.guarded:
                 model = self._construct_model(
                     dataset, search_space_digest, ModelConfig(), None, True
@@ -268,21 +355,19 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 best.times_chosen += 1
                 rec.chosen, rec.chosen_formula = best_name, best.formula
                 rec.chosen_score = choice.scores.get(best_name)
-                self._last_choice[outcome] = LastChoice.of(best_name, X, Y)
+                state.last_choice = LastChoice.of(best_name, X, Y)
             rec.scores = dict(choice.scores)
             if self.config.criterion == "prequential":
                 rec.fit_scores = {k: v[2] for k, v in models.items()}
             protect = [] if choice.guarded else list(choice.names)
             if self.config.criterion == "prequential":  # new kernels: not yet forecast
                 protect += [m.name for m in pop if not m.heldout]
-            rec.dropped.extend(pop.truncate(protect=protect))
-        for name in rec.dropped:
-            self._warm.pop((outcome, name), None)
-        self.fitted_models[outcome] = {k: v[0] for k, v in models.items()}
+            rec.dropped.extend(state.truncate(protect=protect))
+        state.fitted_models = {k: v[0] for k, v in models.items()}
         rec.population = pop.names
-        rec.population_diversity = self._diversity([m.candidate.key for m in pop])
+        rec.population_diversity = self.admission.diversity([m.candidate.key for m in pop])
         rec.accepted_diversity = (
-            self._diversity([c.key for c in accepted if c.name in models])
+            self.admission.diversity([c.key for c in accepted if c.name in models])
             if len(rec.accepted) > 1
             else None
         )
@@ -330,74 +415,81 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         }
         if self._record_only:
             return {**state, "record": True}
-        members = {(o, m.name) for o, pop in self.populations.items() for m in pop}
         warm: dict[str, dict[str, Any]] = {}
-        for (outcome, name), params in self._warm.items():
-            if (outcome, name) in members:
-                warm.setdefault(outcome, {})[name] = encode_tensors(params)
+        for outcome, kept in self.outcome_states.items():
+            members = set(kept.population.names)
+            for name, params in kept.warm.items():
+                if name in members:
+                    warm.setdefault(outcome, {})[name] = encode_tensors(params)
         proposer = self._proposer_state
         if self._proposer is not None:
             proposer = self._proposer.state_dict()
-        return {
+        fallback = self._fallback_state
+        if self._fallback is not None:
+            fallback = self._fallback.state_dict()
+        out = {
             **state,
-            "populations": {k: p.to_dict() for k, p in self.populations.items()},
+            "populations": {k: v.population.to_dict() for k, v in self.outcome_states.items()},
             "history": [
                 r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]
             ],
-            "last_choice": {k: v.model_dump() for k, v in self._last_choice.items()},
+            "last_choice": {
+                k: v.last_choice.model_dump()
+                for k, v in self.outcome_states.items()
+                if v.last_choice is not None
+            },
             "warm_parameters": warm,
             "proposer": proposer or {},
         }
+        if fallback:
+            out["fallback_proposer"] = fallback
+        return out
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         self.round_index = int(state.get("round_index", 0))
         self.objective_weights = {
             k: float(v) for k, v in state.get("objective_weights", {}).items()
         }
-        self.populations = {
-            k: Population.from_dict(v) for k, v in state.get("populations", {}).items()
+        last = state.get("last_choice", {})
+        warm = state.get("warm_parameters", {})
+        self.outcome_states = {
+            outcome: OutcomeState(
+                population=Population.from_dict(pop),
+                warm={k: decode_tensors(v) for k, v in warm.get(outcome, {}).items()},
+                last_choice=LastChoice.model_validate(last[outcome]) if outcome in last else None,
+            )
+            for outcome, pop in state.get("populations", {}).items()
         }
         self.history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
-        self._last_choice = {
-            k: LastChoice.model_validate(v) for k, v in state.get("last_choice", {}).items()
-        }
-        self._warm = {
-            (outcome, name): decode_tensors(encoded)
-            for outcome, by_name in state.get("warm_parameters", {}).items()
-            for name, encoded in by_name.items()
-        }
         self._proposer_state = dict(state.get("proposer") or {}) or None
+        self._fallback_state = dict(state.get("fallback_proposer") or {}) or None
 
     # --- steps -----------------------------------------------------------------------------
 
     def _new_population(self, dim: int | None = None) -> Population:
-        start = start_candidates()
-        if self.config.start_kernels:  # a kernel library seeds the population (validated)
-            start = library_start_candidates(self.config, dim)
         return Population(
-            start,
+            self._start_candidates(self.config, dim),
             size=self.config.population_size,
             patience=self.config.patience,
             keep=self.config.keep_kernels,
         )
 
-    def _strike(
-        self, outcome: str, pop: Population, X: Tensor, Y: Tensor, rec: RoundRecord
-    ) -> None:
-        last = self._last_choice.get(outcome)
-        weight = self.objective_weights.get(outcome)
+    def _strike(self, ctx: RoundContext) -> None:
+        """Step 1: judge last round's choice by its batch (``config.strike_rule``)."""
+        if self.config.strike_rule == "none":
+            return
+        last, weight = ctx.state.last_choice, ctx.sign
         if last is None or not weight:
             return
-        improved = last.improved(X, Y, weight)
+        improved = last.improved(ctx.dataset.X, ctx.dataset.Y, weight)
         if improved is None:
             return
-        name = last.name
+        name, rec = last.name, ctx.rec
         rec.previous_improved = improved
         if not improved:
             rec.struck = name
-            if pop.strike(name):
+            if ctx.state.strike(name):
                 rec.dropped.append(name)
-                self._warm.pop((outcome, name), None)
 
     def _propose(self, pop: Population, dim: int, outcome: str, rec: RoundRecord) -> Proposal:
         n = self.config.proposals_per_round
@@ -438,7 +530,7 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
                 else "no new kernel this round (fallback_to_offline=False)",
             )
         if fallback:
-            offline = OfflineEvolutionProposer(seed=self.config.seed).propose(
+            offline = self.fallback_proposer.propose(
                 pop.summaries(self.config.criterion), dim, n, self.round_index
             )
             proposal.candidates.extend(offline.candidates)
@@ -497,7 +589,10 @@ class KernelDiscoverySurrogate(CandidateAdmissionMixin, KernelFittingMixin, Surr
         state = self.__dict__.copy()
         state["_prefetch"] = {}
         state["_executor"] = None
-        state["fitted_models"] = {}
+        state["outcome_states"] = {
+            k: OutcomeState(v.population, v.warm, v.last_choice)  # no fitted models
+            for k, v in self.outcome_states.items()
+        }
         return state
 
 
@@ -515,4 +610,11 @@ def _llm_failure(rejections: list[Rejection]) -> str:
     return "the reply held no kernel"
 
 
-__all__ = ["KernelDiscoverySurrogate", "RoundRecord", "model_config_for"]
+__all__ = [
+    "KernelDiscoverySurrogate",
+    "ProposerFactory",
+    "RoundRecord",
+    "StartCandidates",
+    "default_start_candidates",
+    "model_config_for",
+]

@@ -1,11 +1,14 @@
 """How a round fits, scores and chooses kernels (step 4 and the choice of step 5).
 
-:class:`KernelFittingMixin` holds the steps of
-:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` that build every member
-and accepted candidate the Ax way, fit it (in full or by successive halving), score it by
-the criterion and choose the kernel returned to Ax. :func:`model_config_for` is the Ax
-``ModelConfig`` of one candidate, also used by the fixed-kernel baselines and the kernel
-library.
+:class:`KernelFitter` is a collaborator of
+:class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate`: it builds every member
+and accepted candidate the Ax way (through a model builder, Ax's
+``Surrogate._construct_model`` in a run), fits it (in full or by successive halving),
+scores it by the criterion and chooses the kernel returned to Ax. It reads and updates
+only the :class:`~ax_kernel_discovery.surrogate.state.RoundContext` it is handed (the
+outcome's state and the round's record), so it can be tested without an Ax surrogate.
+:func:`model_config_for` is the Ax ``ModelConfig`` of one candidate, also used by the
+fixed-kernel baselines and the kernel library.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
@@ -43,8 +46,7 @@ from ax_kernel_discovery.selection import (
     within_noise,
 )
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.state import warm_parameters
+from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -90,38 +92,90 @@ def model_config_for(
     )
 
 
-class KernelFittingMixin:
-    """The fit, score and choice steps of a round of kernel discovery.
+class ModelBuilder(Protocol):
+    """Builds (and fits, with ``refit``) the GP of a ``ModelConfig`` on a dataset.
 
-    Mixed into :class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate`, which
-    holds the state these steps read and update (declared below for type checkers).
+    In a run this is Ax's ``Surrogate._construct_model``: the same transforms, priors and
+    fitting routine as every Ax model.
     """
 
-    config: KernelDiscoveryConfig
-    history: list[RoundRecord]
-    objective_weights: dict[str, float]
-    #: Fitted parameters of every member, float32 (see :mod:`.surrogate_state`).
-    _warm: dict[tuple[str, str], dict[str, Tensor]]
-
-    if TYPE_CHECKING:  # provided by Ax's ``Surrogate``
-
-        def _construct_model(
-            self,
-            dataset: SupervisedDataset,
-            search_space_digest: SearchSpaceDigest,
-            model_config: ModelConfig,
-            state_dict: Mapping[str, Tensor] | None,
-            refit: bool,
-        ) -> Model: ...
-
-    def _fit_all(
+    def __call__(
         self,
-        cands: list[KernelCandidate],
         dataset: SupervisedDataset,
         search_space_digest: SearchSpaceDigest,
-        outcome: str,
-        rec: RoundRecord,
-    ) -> dict[str, FittedKernel]:
+        model_config: ModelConfig,
+        state_dict: Mapping[str, Tensor] | None,
+        refit: bool,
+    ) -> Model: ...
+
+
+@dataclass(frozen=True)
+class FitStart:
+    """Where the fit of a kernel with no warm start of its own begins.
+
+    Attributes:
+        parameters: A (partial) state dict to start from.
+        warm_steps: Fit with a warm start's step budget (``fit_maxiter``) instead of a
+            cold start's (4x).
+        label: Counted in the round's timings under this key (``None``: not counted).
+    """
+
+    parameters: dict[str, Tensor]
+    warm_steps: bool = False
+    label: str | None = None
+
+
+#: How a new kernel starts its fit (an extension point of the surrogate): given the
+#: kernel, the round's kernels, the outcome's warm starts by name and the input dimension,
+#: a :class:`FitStart`, or ``None`` for GPyTorch's initial values.
+StartRule = Callable[
+    [KernelCandidate, Sequence[KernelCandidate], Mapping[str, Mapping[str, Tensor]], int],
+    "FitStart | None",
+]
+
+
+def inherit_from_members(
+    cand: KernelCandidate,
+    members: Sequence[KernelCandidate],
+    warm: Mapping[str, Mapping[str, Tensor]],
+    dim: int,
+) -> FitStart | None:
+    """The ``inherit_parameters`` start rule: the fitted parameters of the members ``cand``
+    contains (:func:`~ax_kernel_discovery.inheritance.inherited_parameters`), with a cold
+    start's step budget."""
+    fitted = [(m, warm[m.name]) for m in members if m.name in warm]
+    params = inherited_parameters(cand, fitted, dim)
+    return FitStart(params, label="inherited") if params else None
+
+
+class KernelFitter:
+    """The fit, score and choice steps of a round of kernel discovery.
+
+    Args:
+        config: The surrogate's settings.
+        build_model: Builds and fits one kernel's GP (:class:`ModelBuilder`).
+        start_rule: How a kernel without a warm start begins its fit (:data:`StartRule`;
+            default: :func:`inherit_from_members` when ``config.inherit_parameters``).
+    """
+
+    def __init__(
+        self,
+        config: KernelDiscoveryConfig,
+        build_model: ModelBuilder,
+        start_rule: StartRule | None = None,
+    ) -> None:
+        self.config = config
+        self.build_model = build_model
+        self._start_rule = start_rule
+
+    @property
+    def start_rule(self) -> StartRule | None:
+        """The start rule given, else the one ``config.inherit_parameters`` asks for."""
+        if self._start_rule is not None:
+            return self._start_rule
+        return inherit_from_members if self.config.inherit_parameters else None
+
+    def fit_all(self, cands: list[KernelCandidate], ctx: RoundContext) -> dict[str, FittedKernel]:
         """Fit and score every kernel: in full, or by successive halving.
 
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
@@ -135,18 +189,16 @@ class KernelFittingMixin:
         screened keep their screen hyperparameters and scores.
         """
         models: dict[str, FittedKernel] = {}
-        halving = self._halving(outcome, rec.n) and len(cands) > self.config.halving_keep
+        rec, warm = ctx.rec, ctx.state.warm
+        halving = self.halving(ctx) and len(cands) > self.config.halving_keep
         rec.selection = "halving" if halving else "full"
-        warm_before = dict(self._warm) if halving else {}
+        warm_before = dict(warm) if halving else {}
         screened: set[str] = set()
         for cand in cands:
-            screen = halving and (outcome, cand.name) in self._warm
-            fitted = self._fit_and_score(
+            screen = halving and cand.name in warm
+            fitted = self.fit_and_score(
                 cand,
-                dataset,
-                search_space_digest,
-                outcome,
-                rec,
+                ctx,
                 refit=not screen or self.config.halving_screen_maxiter > 0,
                 maxiter=self.config.halving_screen_maxiter if screen else None,
                 members=cands,
@@ -156,7 +208,7 @@ class KernelFittingMixin:
                 if screen:
                     screened.add(cand.name)
         if not halving:
-            return self._drop_slow_fits(models, outcome, rec)
+            return self._drop_slow_fits(models, ctx)
         # New kernels were fitted as in full selection: the finalist slots go to the
         # best screened members (a screen scores last round's fit, which has not seen the
         # newest batch, so under lbo_crps it trails every refitted kernel's score).
@@ -164,17 +216,17 @@ class KernelFittingMixin:
         finalists = ranked[: self.config.halving_keep]
         by_name = {c.name: c for c in cands}
         for name in finalists:
-            self._warm[(outcome, name)] = warm_before[(outcome, name)]
-            fitted = self._fit_and_score(by_name[name], dataset, search_space_digest, outcome, rec)
+            warm[name] = warm_before[name]
+            fitted = self.fit_and_score(by_name[name], ctx)
             if fitted is None:
                 models.pop(name)
             else:
                 models[name] = fitted
         rec.timings["finalists"] = float(len(finalists))
-        return self._drop_slow_fits(models, outcome, rec)
+        return self._drop_slow_fits(models, ctx)
 
     def _drop_slow_fits(
-        self, models: dict[str, FittedKernel], outcome: str, rec: RoundRecord
+        self, models: dict[str, FittedKernel], ctx: RoundContext
     ) -> dict[str, FittedKernel]:
         """Reject the kernels whose fit took more than ``fit_timeout`` and more than
         ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
@@ -183,14 +235,14 @@ class KernelFittingMixin:
         large n and D on a CPU) still has kernels to choose from, while a kernel far
         slower than its peers (it also slows every acquisition step) is refused.
         """
+        rec = ctx.rec
         seconds = {k: rec.timings[f"refit:{k}"] for k in models if f"refit:{k}" in rec.timings}
         if not seconds:
             return models
         limit = max(self.config.fit_timeout, self.config.slow_fit_factor * min(seconds.values()))
         for name, elapsed in seconds.items():
             if elapsed > limit:
-                models.pop(name)
-                self._warm.pop((outcome, name), None)  # a rejected fit leaves no warm start
+                models.pop(name)  # the round then drops it (and its warm start)
                 rec.rejected.append(
                     Rejection(
                         name=name,
@@ -202,21 +254,22 @@ class KernelFittingMixin:
                 )
         return models
 
-    def _halving(self, outcome: str, n: int) -> bool:
+    def halving(self, ctx: RoundContext) -> bool:
         """Whether this round selects by successive halving (``config.selection``).
 
-        ``auto`` halves when the last round of ``outcome`` had ``n_last`` points and this
-        one adds at most ``halving_max_new_fraction * n_last``: a member's hyperparameters
+        ``auto`` halves when the outcome's last round had ``n_last`` points and this one
+        adds at most ``halving_max_new_fraction * n_last``: a member's hyperparameters
         then barely move, so its score at last round's hyperparameters ranks it as a refit
         would.
         """
         if self.config.selection != "auto":
             return self.config.selection == "halving"
-        last = next((r.n for r in reversed(self.history) if r.outcome == outcome), None)
+        last = ctx.history[-1].n if ctx.history else None
+        n = ctx.rec.n
         return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
 
-    def _score_blocks(self, outcome: str, n: int) -> list[Tensor] | None:
-        """The last ``score_batches`` BO batches of ``outcome``, as row indices (lbo_crps).
+    def _score_blocks(self, ctx: RoundContext, n: int) -> list[Tensor] | None:
+        """The last ``score_batches`` BO batches of the outcome, as row indices (lbo_crps).
 
         A batch is the rows a round added: Ax hands the surrogate its rows in trial order,
         so round ``r`` added rows ``n_{r-1} .. n_r - 1``. The initial design is never a
@@ -224,20 +277,18 @@ class KernelFittingMixin:
         """
         if self.config.criterion not in ("lbo_crps", "prequential"):
             return None
-        edges = sorted({r.n for r in self.history if r.outcome == outcome and r.n < n})
+        edges = sorted({r.n for r in ctx.history if r.n < n})
         edges.append(n)
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
         return blocks[-self.config.score_batches :] or None
 
-    def _member_score(self, member: Member, models: dict[str, FittedKernel]) -> float | None:
+    def member_score(self, member: Member, models: dict[str, FittedKernel]) -> float | None:
         """The score a member is ranked by: held-out (``prequential``) or its fit's score."""
         if self.config.criterion == "prequential":
             return member.heldout_loss(self.config.heldout_score, self.config.score_batches)
         return models[member.name][2]
 
-    def _select(
-        self, pop: Population, models: dict[str, FittedKernel], outcome: str, rec: RoundRecord
-    ) -> Choice:
+    def select(self, models: dict[str, FittedKernel], ctx: RoundContext) -> Choice:
         """The round's choice among the fitted members (see :class:`Choice`).
 
         * the first ``guard_rounds`` BO rounds hand the acquisition Ax's default model;
@@ -246,10 +297,11 @@ class KernelFittingMixin:
           it), or a mixture of the ``mixture_top_k`` best; before any member has
           forecast a batch, the fit scores decide (``lbo_crps``, LOO-CRPS before the
           first batch);
-        * otherwise the best fit score (:meth:`_choose`).
+        * otherwise the best fit score (:meth:`choose`).
         """
+        pop = ctx.population
         fit_scores = {k: v[2] for k, v in models.items()}
-        done = sum(1 for r in self.history if r.outcome == outcome)
+        done = len(ctx.history)
         if done < self.config.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
         if self.config.criterion == "prequential":
@@ -265,7 +317,7 @@ class KernelFittingMixin:
                     return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
                 top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
                 return self._mixture(pop, top, eligible)
-        return Choice(names=[self._choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
+        return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
 
     def _heldout_losses(self, member: Member, rounds: Sequence[int]) -> Tensor:
         """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
@@ -339,14 +391,7 @@ class KernelFittingMixin:
             scores=eligible,
         )
 
-    def _score_heldout(
-        self,
-        pop: Population,
-        dataset: SupervisedDataset,
-        search_space_digest: SearchSpaceDigest,
-        outcome: str,
-        rec: RoundRecord,
-    ) -> None:
+    def score_heldout(self, ctx: RoundContext) -> None:
         """Score each member's last-round forecast of the batch that round's acquisition chose.
 
         The member's GP is rebuilt at the hyperparameters it was fitted to last round (its
@@ -357,19 +402,20 @@ class KernelFittingMixin:
         the older rows again (Ax's ``StandardizeY``: mean, ``ddof=1`` std), so the
         forecast is scored in the units the hyperparameters were fitted in.
         """
-        last = next((r for r in reversed(self.history) if r.outcome == outcome), None)
-        n = int(dataset.X.shape[0])
+        last = ctx.history[-1] if ctx.history else None
+        dataset, rec = ctx.dataset, ctx.rec
+        n = ctx.n
         if last is None or not 1 < last.n < n:
             return
         window = self.config.score_batches
         block = torch.arange(last.n, n)
-        for member in pop:
-            warm = self._warm.get((outcome, member.name))
+        for member in ctx.population:
+            warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
             config = model_config_for(member.candidate, self.config.fit_timeout)
             try:
-                model = self._construct_model(dataset, search_space_digest, config, warm, False)
+                model = self.build_model(dataset, ctx.search_space_digest, config, warm, False)
                 with torch.no_grad():
                     K, centred = prior_covariance(model)
                     y = cast(Tensor, cast(Any, model).train_targets).reshape(-1)
@@ -393,7 +439,7 @@ class KernelFittingMixin:
                 HeldOut(round=last.round, logpdf=logpdf.tolist(), crps=crps.tolist()),
             ][-window:]
 
-    def _choose(self, models: dict[str, FittedKernel]) -> str:
+    def choose(self, models: dict[str, FittedKernel]) -> str:
         """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
 
         Kernels whose score is within ``parsimony_tolerance`` of the best are taken as
@@ -413,13 +459,10 @@ class KernelFittingMixin:
 
         return min(near, key=cost)
 
-    def _fit_and_score(
+    def fit_and_score(
         self,
         cand: KernelCandidate,
-        dataset: SupervisedDataset,
-        search_space_digest: SearchSpaceDigest,
-        outcome: str,
-        rec: RoundRecord,
+        ctx: RoundContext,
         refit: bool = True,
         maxiter: int | None = None,
         members: Sequence[KernelCandidate] = (),
@@ -428,38 +471,37 @@ class KernelFittingMixin:
 
         A cold start gets 4 times ``fit_maxiter`` steps (``maxiter`` overrides
         ``fit_maxiter``); ``refit=False`` scores the model at last round's hyperparameters
-        (it needs a warm state). With ``inherit_parameters``, a kernel without a warm
-        state starts from the fitted parameters of the ``members`` it contains
-        (:mod:`.inheritance`), still with a cold start's steps.
+        (it needs a warm state). A kernel without a warm state starts where the start
+        rule puts it (``inherit_parameters``: the fitted parameters of the ``members`` it
+        contains, :mod:`.inheritance`, still with a cold start's steps).
         """
-        warm = self._warm.get((outcome, cand.name)) if self.config.warm_start else None
+        dataset, digest, rec = ctx.dataset, ctx.search_space_digest, ctx.rec
+        warm = ctx.state.warm.get(cand.name) if self.config.warm_start else None
+        start = None
+        if warm is None and self.config.warm_start and self.start_rule is not None:
+            start = self.start_rule(cand, members, ctx.state.warm, ctx.dim)
         maxiter = self.config.fit_maxiter if maxiter is None else maxiter
-        if maxiter is not None and warm is None:
+        if maxiter is not None and warm is None and not (start and start.warm_steps):
             maxiter *= 4  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
-        if warm is None and self.config.warm_start and self.config.inherit_parameters:
-            fitted = [
-                (m, self._warm[(outcome, m.name)])
-                for m in members
-                if (outcome, m.name) in self._warm
-            ]
-            warm = inherited_parameters(cand, fitted, dataset.X.shape[-1]) or None
-            if warm is not None:
-                rec.timings["inherited"] = rec.timings.get("inherited", 0.0) + 1.0
+        if start is not None:
+            warm = start.parameters
+            if start.label:
+                rec.timings[start.label] = rec.timings.get(start.label, 0.0) + 1.0
         config = model_config_for(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:
             try:
-                model = self._construct_model(dataset, search_space_digest, config, warm, refit)
+                model = self.build_model(dataset, digest, config, warm, refit)
             except RuntimeError:
                 if warm is None:
                     raise
-                model = self._construct_model(dataset, search_space_digest, config, None, True)
+                model = self.build_model(dataset, digest, config, None, True)
             if refit:
                 rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
             with torch.no_grad():
                 K, y = prior_covariance(model)
-                top_k, sign = self.config.score_top_k, self.objective_weights.get(outcome)
+                top_k, sign = self.config.score_top_k, ctx.sign
                 if top_k is not None and sign:
                     values = torch.as_tensor(model.train_targets).reshape(-1) * sign
                     K, y = best_points(K, y, values, top_k)
@@ -469,7 +511,7 @@ class KernelFittingMixin:
                     K,
                     y,
                     num_hyperparameters(covar),  # type: ignore[arg-type]
-                    blocks=self._score_blocks(outcome, K.shape[-1]),
+                    blocks=self._score_blocks(ctx, K.shape[-1]),
                 )
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
             rec.rejected.append(
@@ -485,8 +527,18 @@ class KernelFittingMixin:
             return None
         key = f"fit:{cand.name}"
         rec.timings[key] = rec.timings.get(key, 0.0) + time.perf_counter() - t0
-        self._warm[(outcome, cand.name)] = warm_parameters(model)
+        ctx.state.warm[cand.name] = warm_parameters(model)
         return model, config, value
 
 
-__all__ = ["GUARD_NAME", "Choice", "FittedKernel", "KernelFittingMixin", "model_config_for"]
+__all__ = [
+    "GUARD_NAME",
+    "Choice",
+    "FitStart",
+    "FittedKernel",
+    "KernelFitter",
+    "ModelBuilder",
+    "StartRule",
+    "inherit_from_members",
+    "model_config_for",
+]

@@ -26,24 +26,37 @@ history, the next round needs:
 The dedup fingerprints (Gram signatures of the members on fixed reference points) are
 recomputed from the members when needed, not saved: they depend only on the member and
 the input dimension.
+
+:class:`OutcomeState` is the one owner of what a surrogate keeps per outcome (the
+population, the warm starts, the last choice and last round's fitted models), with one
+way to drop a member; :class:`RoundContext` is what the round's steps (admission,
+fitting, choice) are handed: that state plus the round's data and record.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
+from ax.core.search_space import SearchSpaceDigest
+from botorch.models.model import Model
+from botorch.utils.datasets import SupervisedDataset
 from pydantic import BaseModel
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import decode_keys, encode_keys
+from ax_kernel_discovery.population import Population
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
 
 __all__ = [
     "LastChoice",
+    "OutcomeState",
+    "RoundContext",
     "decode_keys",
     "decode_tensors",
     "encode_keys",
@@ -145,3 +158,81 @@ def decode_tensors(encoded: Mapping[str, Any]) -> dict[str, Tensor]:
     if start != values.size:
         raise ValueError(f"encoded tensors hold {values.size} numbers, the shapes {start}")
     return out
+
+
+@dataclass
+class OutcomeState:
+    """Everything kernel discovery keeps for one outcome between rounds: one owner.
+
+    A member leaves only through :meth:`drop` (directly, or by :meth:`strike` and
+    :meth:`truncate`), which also forgets its warm start and fitted model, so that no
+    stale warm start outlives its member.
+
+    Attributes:
+        population: The members.
+        warm: Each member's fitted parameters, float32 (:func:`warm_parameters`), by name;
+            a new kernel's entry is written when its first fit succeeds.
+        last_choice: What the strike rule needs about last round's choice.
+        fitted_models: Last round's fitted model of every kernel, by name (diagnostics
+            and the acquisition's mixture; not saved).
+    """
+
+    population: Population
+    warm: dict[str, dict[str, Tensor]] = field(default_factory=dict)
+    last_choice: LastChoice | None = None
+    fitted_models: dict[str, Model] = field(default_factory=dict)
+
+    def drop(self, name: str) -> None:
+        """Remove ``name`` (a member or a kernel of this round) with its warm start."""
+        self.population.remove(name)
+        self.warm.pop(name, None)
+        self.fitted_models.pop(name, None)
+
+    def strike(self, name: str) -> bool:
+        """The population's strike rule for ``name``; a struck-out member is dropped."""
+        dropped = self.population.strike(name)
+        if dropped:
+            self.drop(name)
+        return dropped
+
+    def truncate(self, protect: Sequence[str] = ()) -> list[str]:
+        """Keep the population's best; the others are dropped. Returns their names."""
+        dropped = self.population.truncate(protect=protect)
+        for name in dropped:
+            self.drop(name)
+        return dropped
+
+
+@dataclass
+class RoundContext:
+    """What one round's steps are handed: the outcome's state, its data and its record.
+
+    Attributes:
+        outcome: The modelled outcome.
+        state: Its :class:`OutcomeState` (updated in place by the steps).
+        dataset: The training data Ax hands the surrogate this round.
+        search_space_digest: Ax's digest of the search space.
+        rec: This round's record (the steps append what they did).
+        history: The earlier rounds of this outcome, oldest first.
+        sign: The objective weight of the outcome (``None``: not known yet).
+    """
+
+    outcome: str
+    state: OutcomeState
+    dataset: SupervisedDataset
+    search_space_digest: SearchSpaceDigest
+    rec: RoundRecord
+    history: Sequence[RoundRecord] = ()
+    sign: float | None = None
+
+    @property
+    def population(self) -> Population:
+        return self.state.population
+
+    @property
+    def n(self) -> int:
+        return int(self.dataset.X.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.dataset.X.shape[-1])

@@ -1,0 +1,97 @@
+"""KernelFitter: the fit, score and choice steps, run without an Ax surrogate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.fit import fit_gpytorch_mll
+from botorch.models.model import Model
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.population import Population, base_candidate, start_candidates
+from ax_kernel_discovery.selection import loo_crps, prior_covariance
+from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.fitting import FitStart, KernelFitter
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
+
+DIM = 4
+NAMES = [f"x{i}" for i in range(DIM)]
+
+
+def build(
+    dataset: SupervisedDataset,
+    search_space_digest: SearchSpaceDigest,
+    model_config: ModelConfig,
+    state_dict: Mapping[str, torch.Tensor] | None,
+    refit: bool,
+) -> Model:
+    """A model builder without Ax: the candidate's GP, fitted by BoTorch."""
+    options = model_config.covar_module_options or {}
+    covar = DiscoveredKernel(options["candidate"], dataset.X.shape[-1])
+    model = KernelDiscoveryGP(dataset.X, dataset.Y, covar_module=covar)
+    if state_dict is not None:
+        model.load_state_dict(state_dict, strict=False)
+    if refit:
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    return model.eval()
+
+
+def _context(pop: Population, n: int = 14) -> RoundContext:
+    X = torch.quasirandom.SobolEngine(DIM, scramble=True, seed=0).draw(n, dtype=torch.float64)
+    y = (X - 0.4).pow(2).sum(-1, keepdim=True)
+    dataset = SupervisedDataset(
+        X, (y - y.mean()) / y.std(), feature_names=NAMES, outcome_names=["f"]
+    )
+    return RoundContext(
+        outcome="f",
+        state=OutcomeState(pop),
+        dataset=dataset,
+        search_space_digest=SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM),
+        rec=RoundRecord(round=0, outcome="f", n=n, dim=DIM),
+    )
+
+
+def test_the_fitter_fits_scores_and_chooses_with_any_model_builder() -> None:
+    config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=20, guard_rounds=0)
+    fitter = KernelFitter(config, build)
+    pop = Population(start_candidates()[:3], size=3)
+    ctx = _context(pop)
+    models = fitter.fit_all([m.candidate for m in pop], ctx)
+    assert set(models) == {"RBF", "Matern52", "RQ"}
+    for name, (model, model_config, value) in models.items():
+        assert model_config.name == name
+        K, y = prior_covariance(model)
+        assert value == float(loo_crps(K, y).detach())  # the score is the criterion of the fit
+        assert set(ctx.state.warm[name]) == {k for k, _ in model.named_parameters()}
+    choice = fitter.select(models, ctx)
+    assert choice.names == [min(models, key=lambda k: models[k][2])] and not choice.guarded
+    guarded = KernelFitter(config.model_copy(update={"guard_rounds": 1}), build)
+    assert guarded.select(models, ctx).guarded  # the first BO round: Ax's default model
+
+
+def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
+    seen: list[tuple[str, list[str], list[str]]] = []
+
+    def rule(cand, members, warm, dim):  # type: ignore[no-untyped-def]
+        seen.append((cand.name, [m.name for m in members], sorted(warm)))
+        return FitStart({}, warm_steps=True, label="custom")
+
+    config = KernelDiscoveryConfig(fit_maxiter=5)
+    fitter = KernelFitter(config, build, start_rule=rule)
+    pop = Population(start_candidates()[:1], size=2)
+    ctx = _context(pop)
+    ctx.state.warm["RBF"] = {}
+    new = KernelCandidate.model_validate(base_candidate("matern52").model_dump())
+    fitter.fit_and_score(new, ctx, members=[pop.get("RBF").candidate])
+    assert seen == [("Matern52", ["RBF"], ["RBF"])]
+    assert ctx.rec.timings["custom"] == 1.0
+    assert KernelFitter(config, build).start_rule is None  # inherit_parameters is off
+    assert KernelFitter(config.model_copy(update={"inherit_parameters": True}), build).start_rule
