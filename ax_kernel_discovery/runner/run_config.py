@@ -6,7 +6,32 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ax_kernel_discovery.baselines.cake import NoLLMError, check_cake_config
+from ax_kernel_discovery.baselines.methods import UnknownMethodError, method_info
+from ax_kernel_discovery.benchmarks import (
+    PROBLEMS,
+    MissingDependencyError,
+    UnknownProblemError,
+    get_problem,
+)
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.devices import DeviceUnavailableError, check_device, resolve_device
+from ax_kernel_discovery.library_format import (
+    KernelLibraryError,
+    get_kernel,
+    validate_library_kernel,
+)
+from ax_kernel_discovery.llm.setup_check import LLMSetupError
+from ax_kernel_discovery.proposers.from_config import check_llm_config
 
 __all__ = [
     "KD_METHODS",
@@ -139,9 +164,6 @@ def make_run_config(**kwargs: Any) -> RunConfig:
 
 def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
     """Raise :class:`UserInputError` for unknown names or a method's budget limit."""
-    from ax_kernel_discovery.baselines.methods import UnknownMethodError, method_info
-    from ax_kernel_discovery.benchmarks import PROBLEMS
-
     if cfg.problem not in PROBLEMS:
         raise UserInputError(
             f"unknown problem {cfg.problem!r}; valid names: {', '.join(sorted(PROBLEMS))}"
@@ -151,9 +173,6 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
     except UnknownMethodError as e:
         raise UserInputError(str(e)) from None
     if cfg.method == "cake":  # CAKE is an LLM method: say so before anything runs
-        from ax_kernel_discovery.baselines.cake import NoLLMError, check_cake_config
-        from ax_kernel_discovery.config import KernelDiscoveryConfig
-
         try:
             check_cake_config(KernelDiscoveryConfig.model_validate(cfg.kd_config or {}))
         except NoLLMError as e:
@@ -161,12 +180,6 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         except ValueError:
             pass  # an invalid kd_config is reported below
     if cfg.method == "fixed":
-        from ax_kernel_discovery.library import (
-            KernelLibraryError,
-            get_kernel,
-            validate_library_kernel,
-        )
-
         if "kernel" not in cfg.method_options:
             raise UserInputError(
                 "method 'fixed' needs a kernel: --kernel kernels.json:NAME (a library file "
@@ -182,17 +195,11 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             "its model fit is too expensive for longer runs"
         )
     if cfg.device is not None:
-        from ax_kernel_discovery.config import resolve_device
-
         try:
             resolve_device(cfg.device)
         except (ValueError, RuntimeError) as e:
             raise UserInputError(f"--device: {_as_cli_advice(e)}") from None
     if cfg.kd_config is not None:
-        from pydantic import ValidationError
-
-        from ax_kernel_discovery.config import KernelDiscoveryConfig
-
         try:
             KernelDiscoveryConfig.model_validate(cfg.kd_config)
         except ValidationError as e:
@@ -232,12 +239,6 @@ def check_before_evaluations(cfg: RunConfig) -> None:
         UserInputError: The device is not usable here, or the LLM proposer of ``kd`` /
             ``cake`` cannot work (model string, key, server, xllamacpp, model file).
     """
-    from ax_kernel_discovery.config import (
-        DeviceUnavailableError,
-        KernelDiscoveryConfig,
-        check_device,
-    )
-
     kd = None
     if cfg.method in KD_METHODS:
         kd = KernelDiscoveryConfig.model_validate(cfg.kd_config or {})
@@ -249,9 +250,6 @@ def check_before_evaluations(cfg: RunConfig) -> None:
     except DeviceUnavailableError as e:
         raise UserInputError(_as_cli_advice(e)) from None
     if kd is not None and (cfg.method == "cake" or kd.proposer in ("llm", "direct")):
-        from ax_kernel_discovery.llm.setup_check import LLMSetupError
-        from ax_kernel_discovery.proposers.from_config import check_llm_config
-
         try:
             check_llm_config(kd)
         except LLMSetupError as e:
@@ -260,12 +258,6 @@ def check_before_evaluations(cfg: RunConfig) -> None:
 
 def make_problem(cfg: RunConfig) -> Any:
     """Build the run's problem (:class:`UserInputError` for missing data/dependencies)."""
-    from ax_kernel_discovery.benchmarks import (
-        MissingDependencyError,
-        UnknownProblemError,
-        get_problem,
-    )
-
     try:
         return get_problem(cfg.problem, **cfg.problem_options)
     except (UnknownProblemError, FileNotFoundError, MissingDependencyError) as e:
