@@ -22,9 +22,8 @@ from ax_kernel_discovery.diversity import (
 )
 from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.sandbox.validate import validate_kernel_code
+from ax_kernel_discovery.sandbox.validate import validate_candidate
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.validation import check_kernel
 
 
 class CandidateAdmissionMixin:
@@ -79,22 +78,9 @@ class CandidateAdmissionMixin:
                     )
                 )
                 continue
-            if cand.code is not None:
-                result = validate_kernel_code(
-                    cand.code,
-                    dim,
-                    class_name=cand.class_name,
-                    fit_timeout=self.config.fit_timeout,
-                    device=device,
-                )
-            else:
-                result = check_kernel(
-                    cand.build,
-                    dim,
-                    fit_timeout=self.config.fit_timeout,
-                    check_fit=False,
-                    device=device,
-                )
+            result = validate_candidate(
+                cand, dim, fit_timeout=self.config.fit_timeout, device=device
+            )
             if not result.ok:
                 rec.rejected.append(
                     Rejection(
