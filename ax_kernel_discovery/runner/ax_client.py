@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
+from ax_kernel_discovery.strategy import AcquisitionOptions
 
 __all__ = ["method_options"]
 
@@ -39,10 +40,12 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
     opts: dict[str, Any] = {
         "num_sobol": cfg.num_sobol,
         "seed": cfg.seed,
-        "num_restarts": cfg.num_restarts,
-        "raw_samples": cfg.raw_samples,
-        "maxiter": cfg.maxiter,
-        "sample_around_best": cfg.sample_around_best,
+        "acquisition": AcquisitionOptions(
+            num_restarts=cfg.num_restarts,
+            raw_samples=cfg.raw_samples,
+            maxiter=cfg.maxiter,
+            sample_around_best=cfg.sample_around_best,
+        ),
     }
     if cfg.device is not None:
         opts["device"] = cfg.device
