@@ -6,6 +6,7 @@ The contracts are ``[tool.importlinter]`` in ``pyproject.toml`` (see
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
 import os
@@ -172,6 +173,46 @@ def test_an_import_under_type_checking_counts_too(tmp_path: Path) -> None:
         "    from ax_kernel_discovery.proposers.base import Proposer\n",
     )
     assert "ax_kernel_discovery.population -> ax_kernel_discovery.proposers.base" in out
+
+
+def _private_names_imported_across_modules(package: Path) -> list[str]:
+    """Every ``from <a module of the package> import _name`` under ``package``.
+
+    A helper that another module needs is public in its owner (issue 23); the package's
+    own modules are the ones named ``ax_kernel_discovery...`` or imported relatively.
+    """
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0 and not (node.module or "").startswith("ax_kernel_discovery"):
+                continue
+            found += [
+                f"{path.relative_to(package.parent)}:{node.lineno}: {node.module} {a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    assert _private_names_imported_across_modules(REPO / "ax_kernel_discovery") == []
+
+
+def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
+    package = tmp_path / "ax_kernel_discovery"
+    (package / "study").mkdir(parents=True)
+    (package / "study" / "markdown.py").write_text(
+        "from ax_kernel_discovery.runner.report import _fmt, timing_table\n"
+        "from .statistics import _paired, summary\n"
+        "from ax_kernel_discovery import __version__\n"
+        "from math import _private_but_not_ours\n"
+    )
+    assert _private_names_imported_across_modules(package) == [
+        "ax_kernel_discovery/study/markdown.py:1: ax_kernel_discovery.runner.report _fmt",
+        "ax_kernel_discovery/study/markdown.py:2: statistics _paired",
+    ]
 
 
 def test_the_public_api_is_unchanged() -> None:

@@ -27,17 +27,20 @@ from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.sandbox import (
     SAFE_BUILTINS,
     UnsafeCodeError,
-    _child_env,
-    _interpret,
-    _launch,
-    _ModuleProxy,
-    _rlimits,
-    _worker_main,
     check_source,
     load_kernel_class,
     run_isolated,
 )
-from ax_kernel_discovery.sandbox.isolation import address_space_limit_mb, startup_address_space_mb
+from ax_kernel_discovery.sandbox.isolation import (  # the module's own helpers, tested here
+    _child_env,
+    _interpret,
+    _launch,
+    _rlimits,
+    _worker_main,
+    address_space_limit_mb,
+    startup_address_space_mb,
+)
+from ax_kernel_discovery.sandbox.restricted import _ModuleProxy
 from ax_kernel_discovery.sandbox.validate import validate_candidate, validate_kernel_code
 from ax_kernel_discovery.validation import (
     ValidationOptions,
