@@ -53,8 +53,7 @@ from ax_kernel_discovery.library_format import (
     validate_library_kernel,
 )
 from ax_kernel_discovery.strategy import AcquisitionOptions, check_num_sobol, sobol_then_botorch
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
-from ax_kernel_discovery.surrogate.core import model_config_for as candidate_model_config
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
 
 if TYPE_CHECKING:
     from ax.generators.torch.botorch_modular.utils import ModelConfig

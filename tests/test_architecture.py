@@ -238,6 +238,50 @@ def test_a_name_moved_up_keeps_its_old_path_with_a_deprecation_warning(
     assert namespace[name] is moved
 
 
+#: Names that were renamed: (old module, old name, new module, new name). The old name
+#: warns and gives the new object, for one release.
+RENAMED = [
+    (
+        "ax_kernel_discovery.surrogate",
+        "model_config_for",
+        "ax_kernel_discovery.surrogate.fitting",
+        "candidate_model_config",
+    ),
+    (
+        "ax_kernel_discovery.surrogate.fitting",
+        "model_config_for",
+        "ax_kernel_discovery.surrogate.fitting",
+        "candidate_model_config",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "name", "new", "new_name"), RENAMED)
+def test_a_renamed_name_keeps_its_old_name_with_a_deprecation_warning(
+    old: str, name: str, new: str, new_name: str
+) -> None:
+    renamed = getattr(importlib.import_module(new), new_name)
+    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{new_name}"):
+        assert getattr(importlib.import_module(old), name) is renamed
+    with pytest.warns(DeprecationWarning):
+        namespace: dict[str, object] = {}
+        exec(f"from {old} import {name}", namespace)  # the form scripts use
+    assert namespace[name] is renamed
+
+
+def test_one_public_model_config_for() -> None:
+    """The public ``model_config_for`` is the library's: a library kernel, validated."""
+    from ax_kernel_discovery import library, surrogate
+
+    assert ax_kernel_discovery.model_config_for is library.model_config_for
+    assert library.model_config_for is not surrogate.candidate_model_config
+    assert "model_config_for" not in surrogate.__all__
+    assert (
+        "model_config_for"
+        not in importlib.import_module("ax_kernel_discovery.surrogate.fitting").__all__
+    )
+
+
 @pytest.mark.parametrize(("old", "name", "new"), MOVED_DOWN)
 def test_a_name_moved_down_is_the_same_object_at_its_old_path(
     old: str, name: str, new: str

@@ -57,7 +57,7 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.strategy import AcquisitionOptions, sobol_then_botorch, surrogate_of
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, model_config_for
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
 FIXED_KERNELS: tuple[str, ...] = ("rbf", "matern52", "linear", "periodic", "rq", "bock", "sl")
@@ -87,13 +87,13 @@ def fixed_kernel_surrogate(kernel: str) -> Surrogate:
     """Ax's plain ``Surrogate`` with one kernel of the package (stored by Ax's JSON)."""
     if kernel not in FIXED_KERNELS:
         raise ValueError(f"unknown fixed kernel {kernel!r}; choose from {FIXED_KERNELS}")
-    config = model_config_for(base_candidate(kernel, origin="baseline"))
+    config = candidate_model_config(base_candidate(kernel, origin="baseline"))
     return Surrogate(surrogate_spec=SurrogateSpec(model_configs=[config]))
 
 
 def greedy_surrogate(kernels: tuple[str, ...] = START_SET) -> Surrogate:
     """Greedy Search: Ax fits every kernel and keeps the lowest BIC, each round."""
-    configs = [model_config_for(base_candidate(k, origin="baseline")) for k in kernels]
+    configs = [candidate_model_config(base_candidate(k, origin="baseline")) for k in kernels]
     return Surrogate(surrogate_spec=SurrogateSpec(model_configs=configs, eval_criterion=BIC))
 
 

@@ -55,7 +55,7 @@ from ax_kernel_discovery.surrogate.admission import CandidateAdmissionMixin
 from ax_kernel_discovery.surrogate.fitting import (
     GUARD_NAME,
     KernelFittingMixin,
-    model_config_for,
+    candidate_model_config,
 )
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
@@ -515,4 +515,4 @@ def _llm_failure(rejections: list[Rejection]) -> str:
     return "the reply held no kernel"
 
 
-__all__ = ["KernelDiscoverySurrogate", "RoundRecord", "model_config_for"]
+__all__ = ["KernelDiscoverySurrogate", "RoundRecord", "candidate_model_config"]

@@ -3,7 +3,7 @@
 :class:`KernelFittingMixin` holds the steps of
 :class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` that build every member
 and accepted candidate the Ax way, fit it (in full or by successive halving), score it by
-the criterion and choose the kernel returned to Ax. :func:`model_config_for` is the Ax
+the criterion and choose the kernel returned to Ax. :func:`candidate_model_config` is the Ax
 ``ModelConfig`` of one candidate, also used by the fixed-kernel baselines and the kernel
 library.
 """
@@ -24,6 +24,7 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
@@ -77,7 +78,7 @@ class Choice:
     guarded: bool = False
 
 
-def model_config_for(
+def candidate_model_config(
     candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None
 ) -> ModelConfig:
     """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
@@ -367,7 +368,7 @@ class KernelFittingMixin:
             warm = self._warm.get((outcome, member.name))
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
-            config = model_config_for(member.candidate, self.config.fit_timeout)
+            config = candidate_model_config(member.candidate, self.config.fit_timeout)
             try:
                 model = self._construct_model(dataset, search_space_digest, config, warm, False)
                 with torch.no_grad():
@@ -446,7 +447,7 @@ class KernelFittingMixin:
             warm = inherited_parameters(cand, fitted, dataset.X.shape[-1]) or None
             if warm is not None:
                 rec.timings["inherited"] = rec.timings.get("inherited", 0.0) + 1.0
-        config = model_config_for(cand, self.config.fit_timeout, maxiter)
+        config = candidate_model_config(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:
             try:
@@ -489,4 +490,9 @@ class KernelFittingMixin:
         return model, config, value
 
 
-__all__ = ["GUARD_NAME", "Choice", "FittedKernel", "KernelFittingMixin", "model_config_for"]
+__all__ = ["GUARD_NAME", "Choice", "FittedKernel", "KernelFittingMixin", "candidate_model_config"]
+
+# renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)
+__getattr__ = moved_names(
+    __name__, {"model_config_for": "ax_kernel_discovery.surrogate.fitting:candidate_model_config"}
+)
