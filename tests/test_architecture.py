@@ -225,19 +225,6 @@ def test_the_version_comes_from_the_package_metadata() -> None:
     assert ax_kernel_discovery.__version__ == importlib.metadata.version("ax-kernel-discovery")
 
 
-@pytest.mark.parametrize(("old", "name", "new"), MOVED_UP)
-def test_a_name_moved_up_keeps_its_old_path_with_a_deprecation_warning(
-    old: str, name: str, new: str
-) -> None:
-    moved = getattr(importlib.import_module(new), name)
-    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{name}"):
-        assert getattr(importlib.import_module(old), name) is moved
-    with pytest.warns(DeprecationWarning):
-        namespace: dict[str, object] = {}
-        exec(f"from {old} import {name}", namespace)  # the form scripts use
-    assert namespace[name] is moved
-
-
 #: Names that were renamed: (old module, old name, new module, new name). The old name
 #: warns and gives the new object, for one release.
 RENAMED = [
@@ -256,17 +243,19 @@ RENAMED = [
 ]
 
 
-@pytest.mark.parametrize(("old", "name", "new", "new_name"), RENAMED)
-def test_a_renamed_name_keeps_its_old_name_with_a_deprecation_warning(
+@pytest.mark.parametrize(
+    ("old", "name", "new", "new_name"), [(o, n, m, n) for o, n, m in MOVED_UP] + RENAMED
+)
+def test_a_name_moved_up_or_renamed_keeps_its_old_path_with_a_deprecation_warning(
     old: str, name: str, new: str, new_name: str
 ) -> None:
-    renamed = getattr(importlib.import_module(new), new_name)
+    moved = getattr(importlib.import_module(new), new_name)
     with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{new_name}"):
-        assert getattr(importlib.import_module(old), name) is renamed
+        assert getattr(importlib.import_module(old), name) is moved
     with pytest.warns(DeprecationWarning):
         namespace: dict[str, object] = {}
         exec(f"from {old} import {name}", namespace)  # the form scripts use
-    assert namespace[name] is renamed
+    assert namespace[name] is moved
 
 
 def test_one_public_model_config_for() -> None:
