@@ -7,7 +7,8 @@ import would close an import cycle. The old module instead ends with::
     __getattr__ = moved_names(__name__, {"make_client": "ax_kernel_discovery.llm.factory"})
 
 so that ``from ax_kernel_discovery.llm.client import make_client`` keeps working, with a
-:class:`DeprecationWarning` naming the new path. The new module is imported only when an
+:class:`DeprecationWarning` naming the new path. A name that was renamed as well names
+its target ``"module:new_name"``. The new module is imported only when an
 old path is used; nothing in the package uses an old path (``lint-imports`` holds the
 package's own imports to the layers, see ``docs/architecture.md``).
 """
@@ -27,27 +28,31 @@ def moved_names(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
 
     Args:
         module: The old module (its ``__name__``).
-        names: Each moved name and the module that holds it now.
+        names: Each moved name and where it is now: the module that holds it under the
+            same name (``"pkg.new"``), or the module and its new name (``"pkg.new:g"``).
 
     Returns:
-        The ``__getattr__`` function: a moved name is taken from its new module with a
-        ``DeprecationWarning``; any other name raises ``AttributeError`` as usual.
+        The ``__getattr__`` function: a moved name is taken from its new place with a
+        ``DeprecationWarning`` naming it; any other name raises ``AttributeError`` as usual.
 
     Example:
         >>> __getattr__ = moved_names("pkg.old", {"f": "pkg.new"})  # doctest: +SKIP
+        >>> __getattr__ = moved_names("pkg.old", {"f": "pkg.new:g"})  # f is now g  # doctest: +SKIP
     """
 
     def __getattr__(name: str) -> Any:
         target = names.get(name)
         if target is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        target_module, _, new_name = target.partition(":")
+        new_name = new_name or name
         warnings.warn(
-            f"{module}.{name} moved to {target}.{name}; import it from there (the old path "
-            "will be removed in the next release)",
+            f"{module}.{name} moved to {target_module}.{new_name}; import it from there (the "
+            "old path will be removed in the next release)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(target), name)
+        return getattr(importlib.import_module(target_module), new_name)
 
     return __getattr__
 

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
-from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery.analysis import find_surrogate, load_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -53,9 +52,8 @@ from ax_kernel_discovery.library_format import (
     save_kernels,
     validate_library_kernel,
 )
-from ax_kernel_discovery.strategy import check_num_sobol, sobol_then_botorch
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
-from ax_kernel_discovery.surrogate.core import model_config_for as candidate_model_config
+from ax_kernel_discovery.strategy import AcquisitionOptions, check_num_sobol, sobol_then_botorch
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
 
 if TYPE_CHECKING:
     from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -104,7 +102,7 @@ def export_kernels(
     """
     if top < 1:
         raise ValueError(f"top must be >= 1, got {top}")
-    surrogate, experiment = _surrogate_of(source)
+    surrogate, experiment = _run_surrogate(source)
     population = surrogate.population
     population.rank()
     outcome = next((k for k, p in surrogate.populations.items() if p is population), None)
@@ -133,7 +131,7 @@ def export_kernels(
     ]
 
 
-def _surrogate_of(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
+def _run_surrogate(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
     """The surrogate held by ``source`` and a label of where it ran."""
     if isinstance(source, KernelDiscoverySurrogate):
         return source, None
@@ -218,6 +216,7 @@ def fixed_kernel_generation_strategy(
     sample_around_best: bool | None = None,
     maxiter: int | None = None,
     device: str | None = None,
+    acquisition: AcquisitionOptions | None = None,
 ) -> GenerationStrategy:
     """Sobol, then BO with one kernel: a library kernel in any Ax experiment.
 
@@ -231,12 +230,16 @@ def fixed_kernel_generation_strategy(
             validated first (see :func:`validate_library_kernel`).
         num_sobol: Sobol trials before BO (paper: 20).
         seed: Seed of the Sobol step.
-        botorch_acqf_class: Acquisition function (default ``qLogNoisyExpectedImprovement``).
+        botorch_acqf_class: Acquisition function (default: the acquisition's,
+            ``qLogNoisyExpectedImprovement``).
         num_restarts: Acquisition optimizer restarts (default: Ax's).
         raw_samples: Raw samples of the restarts' initialization (default: Ax's).
         sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
         device: torch device of the BO step (default ``auto``: CUDA when available).
+        acquisition: The acquisition as one
+            :class:`~ax_kernel_discovery.strategy.AcquisitionOptions` (default: Ax's
+            own); the acquisition arguments above that are given override it.
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -249,7 +252,8 @@ def fixed_kernel_generation_strategy(
         f"Sobol+fixed:{entry.name}",
         num_sobol,
         seed,
-        botorch_acqf_class=botorch_acqf_class or qLogNoisyExpectedImprovement,
+        acquisition=acquisition,
+        botorch_acqf_class=botorch_acqf_class,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
         sample_around_best=sample_around_best,

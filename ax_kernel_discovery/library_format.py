@@ -42,8 +42,7 @@ from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula as spec_formula
 from ax_kernel_discovery.expression import validate_spec
 from ax_kernel_discovery.population import start_candidates
-from ax_kernel_discovery.sandbox.validate import validate_kernel_code
-from ax_kernel_discovery.validation import check_kernel
+from ax_kernel_discovery.sandbox.validate import validate_candidate
 
 __all__ = [
     "LIBRARY_FORMAT",
@@ -404,10 +403,9 @@ def validate_library_kernel(
 ) -> None:
     """Validate a kernel before use, as discovery validates a proposal (once per process).
 
-    Expression trees go through :func:`~ax_kernel_discovery.validation.check_kernel`
-    (trusted building blocks); kernel source through
-    :func:`~ax_kernel_discovery.sandbox.validate.validate_kernel_code`, in the sandboxed
-    child process with the same checks and limits as LLM code.
+    Through :func:`~ax_kernel_discovery.sandbox.validate.validate_candidate`, as a
+    proposal: expression trees in this process (trusted building blocks), kernel source
+    in the sandboxed child process with the same checks and limits as LLM code.
 
     Args:
         kernel: The kernel.
@@ -422,10 +420,7 @@ def validate_library_kernel(
     d = int(dim or kernel.dim or VALIDATION_DIM)
     key = (kernel.sha256, d)
     if key not in _VALIDATED:
-        if kernel.code is not None:
-            result = validate_kernel_code(kernel.code, d, class_name=kernel.class_name)
-        else:
-            result = check_kernel(kernel.candidate.build, d, check_fit=False)
+        result = validate_candidate(kernel.candidate, d)
         _VALIDATED[key] = None if result.ok else f"stage {result.stage!r}: {result.reason}"
     failure = _VALIDATED[key]
     if failure is not None:

@@ -1,4 +1,10 @@
-"""Ax ``GenerationStrategy`` builders: Sobol, then kernel discovery."""
+"""Ax ``GenerationStrategy`` builders: Sobol, then kernel discovery.
+
+Every method of the package is :func:`sobol_then_botorch` around its own surrogate: the
+seeded Sobol design (:func:`sobol_step`), then one ``BOTORCH_MODULAR`` step
+(:func:`botorch_step`) whose acquisition, the function and its optimizer's settings,
+is one :class:`AcquisitionOptions`.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from ax.generation_strategy.transition_criterion import (
 )
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from pydantic import BaseModel, ConfigDict, Field
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 from ax_kernel_discovery.proposers.from_config import check_llm_config
@@ -23,13 +30,98 @@ from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
-#: The paper authors' acquisition-optimizer settings (their released code).
+#: The paper authors' acquisition-optimizer settings (their released code), as keyword
+#: arguments: ``kernel_discovery_generation_strategy(**PAPER_ACQUISITION)``; the same as
+#: :meth:`AcquisitionOptions.paper`.
 PAPER_ACQUISITION: dict[str, Any] = {
     "num_restarts": 4,
     "raw_samples": 512,
     "sample_around_best": True,
     "maxiter": 300,
 }
+
+#: The standard deviation (in the unit cube) of RAASP's samples around the best points.
+SAMPLE_AROUND_BEST_SIGMA = 0.1
+
+
+class AcquisitionOptions(BaseModel):
+    """The acquisition of a BO step: the acquisition function and its optimizer's settings.
+
+    Every optimizer setting left ``None`` keeps Ax's own default (Ax 1.3: 20 restarts,
+    1024 raw samples, BoTorch's L-BFGS-B iteration limit, no sampling around the best
+    points), so ``AcquisitionOptions()`` is Ax's default acquisition exactly, and
+    replacing Ax's default strategy by a method of this package changes the surrogate
+    and nothing else. :meth:`paper` gives the paper authors' settings (4 restarts, 512
+    raw samples, ``maxiter`` 300, sampling around the best points), which cost less per
+    round and search less.
+
+    Args:
+        botorch_acqf_class: Acquisition function (default ``qLogNoisyExpectedImprovement``).
+            Analytic ``LogExpectedImprovement`` works only when one trial is asked per
+            round (it rejects pending points).
+        acqf_options: Options of the acquisition function (``botorch_acqf_options``).
+        num_restarts: Restarts of the acquisition optimizer (``None``: Ax's, 20).
+        raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
+        sample_around_best: RAASP, sampling around the best points with standard deviation
+            :data:`SAMPLE_AROUND_BEST_SIGMA` (``None``: Ax's, off).
+        maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
+        batch_limit: Restarts optimized jointly at a time (``None``: BoTorch's).
+
+    Example:
+        >>> AcquisitionOptions.paper().optimizer_kwargs()["num_restarts"]
+        4
+        >>> AcquisitionOptions().optimizer_kwargs()
+        {}
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    botorch_acqf_class: type[AcquisitionFunction] = qLogNoisyExpectedImprovement
+    acqf_options: dict[str, Any] | None = None
+    num_restarts: int | None = Field(None, ge=1)
+    raw_samples: int | None = Field(None, ge=1)
+    sample_around_best: bool | None = None
+    maxiter: int | None = Field(None, ge=1)
+    batch_limit: int | None = Field(None, ge=1)
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> AcquisitionOptions:
+        """The paper authors' settings (:data:`PAPER_ACQUISITION`), with ``overrides``."""
+        return cls(**{**PAPER_ACQUISITION, **overrides})
+
+    def updated(self, **overrides: Any) -> AcquisitionOptions:
+        """A validated copy with the ``overrides`` that are not ``None`` applied.
+
+        How the builders merge their keyword arguments (``None``: not given) into an
+        :class:`AcquisitionOptions` passed with them.
+        """
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if not given:
+            return self
+        return type(self)(**{**dict(self), **given})
+
+    def optimizer_kwargs(self) -> dict[str, Any]:
+        """The optimizer settings as Ax's ``model_gen_options["optimizer_kwargs"]``.
+
+        Only the settings given; empty for Ax's defaults.
+        """
+        out: dict[str, Any] = {}
+        if self.num_restarts is not None:
+            out["num_restarts"] = self.num_restarts
+        if self.raw_samples is not None:
+            out["raw_samples"] = self.raw_samples
+        inner: dict[str, Any] = {}
+        if self.sample_around_best is not None:
+            inner["sample_around_best"] = self.sample_around_best
+            if self.sample_around_best:
+                inner["sample_around_best_sigma"] = SAMPLE_AROUND_BEST_SIGMA
+        if self.maxiter is not None:
+            inner["maxiter"] = self.maxiter
+        if self.batch_limit is not None:
+            inner["batch_limit"] = self.batch_limit
+        if inner:
+            out["options"] = inner
+        return out
 
 
 def optimizer_options(
@@ -41,29 +133,17 @@ def optimizer_options(
 ) -> dict[str, Any]:
     """Acquisition-optimizer settings for Ax's ``optimizer_kwargs``.
 
-    Every argument left ``None`` keeps Ax's own default (Ax 1.3: 20 restarts, 1024 raw
-    samples, BoTorch's L-BFGS-B iteration limit, no sampling around the best points), so
-    ``optimizer_options()`` is Ax's default acquisition exactly. ``**PAPER_ACQUISITION``
-    gives the paper authors' settings (4 restarts, 512 raw samples, ``maxiter`` 300,
-    sample_around_best with sigma 0.1), which cost less per round and search less.
+    :meth:`AcquisitionOptions.optimizer_kwargs` of these settings: every argument left
+    ``None`` keeps Ax's own default, so ``optimizer_options()`` is Ax's default
+    acquisition exactly; ``**PAPER_ACQUISITION`` gives the paper authors' settings.
     """
-    out: dict[str, Any] = {}
-    if num_restarts is not None:
-        out["num_restarts"] = num_restarts
-    if raw_samples is not None:
-        out["raw_samples"] = raw_samples
-    inner: dict[str, Any] = {}
-    if sample_around_best is not None:
-        inner["sample_around_best"] = sample_around_best
-        if sample_around_best:
-            inner["sample_around_best_sigma"] = 0.1
-    if maxiter is not None:
-        inner["maxiter"] = maxiter
-    if batch_limit is not None:
-        inner["batch_limit"] = batch_limit
-    if inner:
-        out["options"] = inner
-    return out
+    return AcquisitionOptions(
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        sample_around_best=sample_around_best,
+        maxiter=maxiter,
+        batch_limit=batch_limit,
+    ).optimizer_kwargs()
 
 
 class SobolHandOver(MaxTrialsAwaitingData):
@@ -118,7 +198,7 @@ def sobol_step(num_sobol: int, seed: int) -> GenerationNode:
 
 def botorch_step(
     surrogate: Any,
-    botorch_acqf_class: type[AcquisitionFunction] = qLogNoisyExpectedImprovement,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
     acqf_options: dict[str, Any] | None = None,
     num_restarts: int | None = None,
     raw_samples: int | None = None,
@@ -126,21 +206,25 @@ def botorch_step(
     maxiter: int | None = None,
     device: str | None = "auto",
     generator_name: str | None = None,
+    *,
+    acquisition: AcquisitionOptions | None = None,
 ) -> GenerationNode:
     """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines).
 
-    Optimizer settings left ``None`` are Ax's own defaults (see :func:`optimizer_options`).
-    Objective values of inf or NaN are kept out of the model with a warning naming the
-    trial (:class:`~ax_kernel_discovery.transforms.KeepNonFiniteOut`).
+    The acquisition is ``acquisition`` (default: Ax's own, see :class:`AcquisitionOptions`)
+    with the keyword arguments that are not ``None`` applied on top. Objective values of
+    inf or NaN are kept out of the model with a warning naming the trial
+    (:class:`~ax_kernel_discovery.transforms.KeepNonFiniteOut`).
 
-    Checked here, before any evaluation: that ``device`` is usable, and for a
-    kernel-discovery surrogate whose proposer is an LLM, that the LLM can work
-    (model string, key or server, ``xllamacpp`` and the model file of ``"local"``).
+    Checked here, before any evaluation: the acquisition settings, that ``device`` is
+    usable, and for a kernel-discovery surrogate whose proposer is an LLM, that the LLM
+    can work (model string, key or server, ``xllamacpp`` and the model file of ``"local"``).
 
     Args:
         surrogate: The ``Surrogate`` instance (e.g. a
             :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`).
-        botorch_acqf_class: Acquisition function (default ``qLogNoisyExpectedImprovement``).
+        botorch_acqf_class: Acquisition function (``None``: the acquisition's,
+            ``qLogNoisyExpectedImprovement`` by default).
         acqf_options: Options of the acquisition function.
         num_restarts: Acquisition optimizer restarts (``None``: Ax's, 20).
         raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
@@ -150,8 +234,11 @@ def botorch_step(
             :func:`~ax_kernel_discovery.config.resolve_device` (``auto`` or ``None``: CUDA
             when available), the one resolution every method goes through.
         generator_name: Name of the node's generator (shown in trials' metadata).
+        acquisition: The acquisition function and optimizer settings as one object
+            (e.g. :meth:`AcquisitionOptions.paper`); the arguments above override it.
 
     Raises:
+        pydantic.ValidationError: A bad acquisition setting (e.g. ``num_restarts=0``).
         DeviceUnavailableError: ``device`` is CUDA on a machine or torch without it.
         LLMSetupError: The surrogate's LLM proposer cannot work.
 
@@ -161,20 +248,28 @@ def botorch_step(
     """
     import torch
 
+    acq = (acquisition or AcquisitionOptions()).updated(
+        botorch_acqf_class=botorch_acqf_class,
+        acqf_options=acqf_options,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        sample_around_best=sample_around_best,
+        maxiter=maxiter,
+    )
     device = resolve_device(device)
     if isinstance(surrogate, KernelDiscoverySurrogate) and surrogate.needs_llm:
         check_llm_config(surrogate.config)
-    optimizer_kwargs = optimizer_options(num_restarts, raw_samples, sample_around_best, maxiter)
+    optimizer_kwargs = acq.optimizer_kwargs()
     generator_kwargs: dict[str, Any] = {
         "surrogate": surrogate,
-        "botorch_acqf_class": botorch_acqf_class,
+        "botorch_acqf_class": acq.botorch_acqf_class,
         "acquisition_class": KernelDiscoveryAcquisition,
         "torch_device": torch.device(device),
         # Ax's transforms of BOTORCH_MODULAR, after one that keeps inf values out
         "transforms": [KeepNonFiniteOut, *MBM_X_trans, *Y_trans],
     }
-    if acqf_options:
-        generator_kwargs["botorch_acqf_options"] = acqf_options
+    if acq.acqf_options:
+        generator_kwargs["botorch_acqf_options"] = acq.acqf_options
     return GenerationStep(
         generator=Generators.BOTORCH_MODULAR,
         num_trials=-1,
@@ -241,22 +336,27 @@ def sobol_then_botorch(
     name: str,
     num_sobol: int = 20,
     seed: int = 0,
+    *,
+    acquisition: AcquisitionOptions | None = None,
     **step_options: Any,
 ) -> GenerationStrategy:
     """``num_sobol`` seeded Sobol trials, then BO around ``surrogate``: every method's strategy.
 
     Kernel discovery, the baselines and a library kernel differ only in ``surrogate``;
     the Sobol design (:func:`sobol_step`) and the BO step (:func:`botorch_step`, which
-    checks the device and an LLM before any evaluation) are the same for all of them.
+    checks the acquisition, the device and an LLM before any evaluation) are the same
+    for all of them.
 
     Args:
         surrogate: The ``Surrogate`` instance of the BO step.
         name: The strategy's name (``"Sobol+KernelDiscovery"``...).
         num_sobol: Sobol trials before BO (paper: 20), checked by :func:`check_num_sobol`.
         seed: Seed of the Sobol step.
-        **step_options: Arguments of :func:`botorch_step` (``botorch_acqf_class``,
-            ``num_restarts``, ``raw_samples``, ``sample_around_best``, ``maxiter``,
-            ``device``, ``generator_name``...).
+        acquisition: The BO step's acquisition (default: Ax's own, see
+            :class:`AcquisitionOptions`).
+        **step_options: Other arguments of :func:`botorch_step` (``device``,
+            ``generator_name``; ``botorch_acqf_class``, ``num_restarts``, ``raw_samples``,
+            ``sample_around_best``, ``maxiter`` override ``acquisition``).
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -268,20 +368,22 @@ def sobol_then_botorch(
         >>> gs = sobol_then_botorch(Surrogate(), "Sobol+AxDefault", num_sobol=10)  # doctest: +SKIP
     """
     check_num_sobol(num_sobol)
-    step = botorch_step(surrogate, **step_options)
+    step = botorch_step(surrogate, acquisition=acquisition, **step_options)
     return GenerationStrategy(name=name, nodes=[sobol_step(num_sobol, seed), step])
 
 
 def kernel_discovery_generation_strategy(
     config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
     num_sobol: int = 20,
-    botorch_acqf_class: type[AcquisitionFunction] = qLogNoisyExpectedImprovement,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
     num_restarts: int | None = None,
     raw_samples: int | None = None,
     sample_around_best: bool | None = None,
     maxiter: int | None = None,
     seed: int | None = None,
     surrogate: KernelDiscoverySurrogate | None = None,
+    *,
+    acquisition: AcquisitionOptions | None = None,
 ) -> GenerationStrategy:
     """Sobol initialization, then BO with the kernel-discovery surrogate.
 
@@ -289,9 +391,9 @@ def kernel_discovery_generation_strategy(
         config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
             population 10).
         num_sobol: Number of Sobol trials before BO (paper: 20).
-        botorch_acqf_class: qLogNoisyExpectedImprovement by default. Analytic
-            ``LogExpectedImprovement`` works only when one trial is asked per round
-            (it rejects pending points).
+        botorch_acqf_class: ``None``: the acquisition's, qLogNoisyExpectedImprovement by
+            default. Analytic ``LogExpectedImprovement`` works only when one trial is
+            asked per round (it rejects pending points).
         num_restarts: Acquisition optimizer restarts (default: Ax's, 20; paper: 4).
         raw_samples: Raw samples for the restarts' initialization (default: Ax's, 1024;
             paper: 512).
@@ -300,10 +402,12 @@ def kernel_discovery_generation_strategy(
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's;
             paper: 300). The defaults are Ax's own, so that replacing Ax's default
             strategy by this one changes the kernel and nothing else; pass
-            ``**PAPER_ACQUISITION`` for the paper's cheaper settings (docs/results.md
-            measures both).
+            ``**PAPER_ACQUISITION`` (or ``acquisition=AcquisitionOptions.paper()``) for
+            the paper's cheaper settings (docs/results.md measures both).
         seed: Seed of the Sobol step (defaults to ``config.seed``).
         surrogate: An existing surrogate to reuse (e.g. to continue a population).
+        acquisition: The acquisition as one :class:`AcquisitionOptions` (default: Ax's
+            own); the arguments above that are given override it.
 
     Returns:
         A ``GenerationStrategy`` usable with ``Client.set_generation_strategy``.
@@ -327,6 +431,7 @@ def kernel_discovery_generation_strategy(
         "Sobol+KernelDiscovery",
         num_sobol,
         config.seed if seed is None else seed,
+        acquisition=acquisition,
         botorch_acqf_class=botorch_acqf_class,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
@@ -339,6 +444,8 @@ def kernel_discovery_generation_strategy(
 
 __all__ = [
     "PAPER_ACQUISITION",
+    "SAMPLE_AROUND_BEST_SIGMA",
+    "AcquisitionOptions",
     "SobolHandOver",
     "botorch_step",
     "check_num_sobol",

@@ -19,7 +19,11 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.utils.common.logger import set_ax_logger_levels
 
-from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    kernel_discovery_generation_strategy,
+    surrogate_of,
+)
 from ax_kernel_discovery.benchmarks import Ackley
 
 
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     client.configure_optimization("-f")
     gs = kernel_discovery_generation_strategy(config, num_sobol=20)
     client.set_generation_strategy(gs)
-    surrogate = gs._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
+    surrogate = surrogate_of(gs)
     for r in range(args.rounds + 1):
         q, trials = (20 if r == 0 else args.batch), {}
         t0 = time.perf_counter()

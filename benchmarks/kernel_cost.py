@@ -2,7 +2,7 @@
 
 The acquisition optimizer (L-BFGS-B on qLogNEI) evaluates the model's joint posterior
 and its gradient at every step, for every restart. This script builds, for each kernel
-family, the GP Ax builds for it (``model_config_for`` through Ax's ``Surrogate``, default
+family, the GP Ax builds for it (``candidate_model_config`` through Ax's ``Surrogate``, default
 initial hyperparameters, ``n`` Sobol training points in ``[0, 1]^D``), wraps it in
 qLogNEI as Ax does (baseline = training points, pruned) and times, at the acquisition's
 shapes (``restarts x q x D``; Ax optimizes a joint batch greedily, one point at a time
@@ -43,7 +43,7 @@ from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import Spec, formula, leaf
-from ax_kernel_discovery.surrogate import model_config_for
+from ax_kernel_discovery.surrogate import candidate_model_config
 
 FAMILIES = (
     "rbf",
@@ -107,7 +107,9 @@ def _surrogate(name: str | None, X: torch.Tensor, Y: torch.Tensor) -> Surrogate:
     else:
         spec = parse_short_name(name)
         cand = KernelCandidate(name=name, formula=formula(spec), origin="baseline", spec=spec)
-        surrogate = Surrogate(surrogate_spec=SurrogateSpec(model_configs=[model_config_for(cand)]))
+        surrogate = Surrogate(
+            surrogate_spec=SurrogateSpec(model_configs=[candidate_model_config(cand)])
+        )
     surrogate.fit([dataset], digest, refit=False)
     return surrogate
 

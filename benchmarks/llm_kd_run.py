@@ -30,7 +30,11 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.utils.common.logger import set_ax_logger_levels
 
-from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    kernel_discovery_generation_strategy,
+    surrogate_of,
+)
 from ax_kernel_discovery.benchmarks import Branin
 
 
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
         config, num_sobol=10, num_restarts=2, raw_samples=128, maxiter=100
     )
     client.set_generation_strategy(gs)
-    surrogate = gs._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
+    surrogate = surrogate_of(gs)
     print(
         f"model {args.model} ({args.size if args.model == 'local' else ''}); D={args.dim}; {args.rounds} rounds",
         flush=True,

@@ -79,7 +79,7 @@ from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import optimizer_options
-from ax_kernel_discovery.surrogate import model_config_for
+from ax_kernel_discovery.surrogate import candidate_model_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.state import decode_tensors, encode_tensors, warm_parameters
 
@@ -277,7 +277,7 @@ def _chosen(
             maxiter = config.fit_maxiter if params is not None else 4 * (config.fit_maxiter or 50)
             s = Surrogate(
                 surrogate_spec=SurrogateSpec(
-                    model_configs=[model_config_for(cand, config.fit_timeout, maxiter)]
+                    model_configs=[candidate_model_config(cand, config.fit_timeout, maxiter)]
                 )
             )
             s.fit([fixture.dataset()], fixture.digest(), state_dict=params, refit=True)
@@ -324,7 +324,7 @@ def fitted_surrogate(
         surrogate = Surrogate()
     else:
         surrogate = Surrogate(
-            surrogate_spec=SurrogateSpec(model_configs=[model_config_for(candidate)])
+            surrogate_spec=SurrogateSpec(model_configs=[candidate_model_config(candidate)])
         )
     surrogate.fit([fixture.dataset()], fixture.digest(), state_dict=params, refit=False)
     return surrogate

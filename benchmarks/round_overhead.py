@@ -36,7 +36,7 @@ from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.benchmarks import Ackley
 from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.strategy import botorch_step
-from ax_kernel_discovery.surrogate import model_config_for
+from ax_kernel_discovery.surrogate import candidate_model_config
 
 
 def _experiment(n: int, dim: int, seed: int) -> tuple[Client, np.ndarray, np.ndarray]:
@@ -86,7 +86,7 @@ def measure(
         if method == "rbf":
             surrogate = Surrogate(
                 surrogate_spec=SurrogateSpec(
-                    model_configs=[model_config_for(base_candidate("rbf"))]
+                    model_configs=[candidate_model_config(base_candidate("rbf"))]
                 )
             )
         else:

@@ -6,6 +6,7 @@ The contracts are ``[tool.importlinter]`` in ``pyproject.toml`` (see
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
 import os
@@ -174,6 +175,46 @@ def test_an_import_under_type_checking_counts_too(tmp_path: Path) -> None:
     assert "ax_kernel_discovery.population -> ax_kernel_discovery.proposers.base" in out
 
 
+def _private_names_imported_across_modules(package: Path) -> list[str]:
+    """Every ``from <a module of the package> import _name`` under ``package``.
+
+    A helper that another module needs is public in its owner (issue 23); the package's
+    own modules are the ones named ``ax_kernel_discovery...`` or imported relatively.
+    """
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0 and not (node.module or "").startswith("ax_kernel_discovery"):
+                continue
+            found += [
+                f"{path.relative_to(package.parent)}:{node.lineno}: {node.module} {a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    assert _private_names_imported_across_modules(REPO / "ax_kernel_discovery") == []
+
+
+def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
+    package = tmp_path / "ax_kernel_discovery"
+    (package / "study").mkdir(parents=True)
+    (package / "study" / "markdown.py").write_text(
+        "from ax_kernel_discovery.runner.report import _fmt, timing_table\n"
+        "from .statistics import _paired, summary\n"
+        "from ax_kernel_discovery import __version__\n"
+        "from math import _private_but_not_ours\n"
+    )
+    assert _private_names_imported_across_modules(package) == [
+        "ax_kernel_discovery/study/markdown.py:1: ax_kernel_discovery.runner.report _fmt",
+        "ax_kernel_discovery/study/markdown.py:2: statistics _paired",
+    ]
+
+
 def test_the_public_api_is_unchanged() -> None:
     assert set(ax_kernel_discovery.__all__) == PUBLIC_NAMES
     for name in PUBLIC_NAMES:
@@ -184,17 +225,50 @@ def test_the_version_comes_from_the_package_metadata() -> None:
     assert ax_kernel_discovery.__version__ == importlib.metadata.version("ax-kernel-discovery")
 
 
-@pytest.mark.parametrize(("old", "name", "new"), MOVED_UP)
-def test_a_name_moved_up_keeps_its_old_path_with_a_deprecation_warning(
-    old: str, name: str, new: str
+#: Names that were renamed: (old module, old name, new module, new name). The old name
+#: warns and gives the new object, for one release.
+RENAMED = [
+    (
+        "ax_kernel_discovery.surrogate",
+        "model_config_for",
+        "ax_kernel_discovery.surrogate.fitting",
+        "candidate_model_config",
+    ),
+    (
+        "ax_kernel_discovery.surrogate.fitting",
+        "model_config_for",
+        "ax_kernel_discovery.surrogate.fitting",
+        "candidate_model_config",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "new", "new_name"), [(o, n, m, n) for o, n, m in MOVED_UP] + RENAMED
+)
+def test_a_name_moved_up_or_renamed_keeps_its_old_path_with_a_deprecation_warning(
+    old: str, name: str, new: str, new_name: str
 ) -> None:
-    moved = getattr(importlib.import_module(new), name)
-    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{name}"):
+    moved = getattr(importlib.import_module(new), new_name)
+    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{new_name}"):
         assert getattr(importlib.import_module(old), name) is moved
     with pytest.warns(DeprecationWarning):
         namespace: dict[str, object] = {}
         exec(f"from {old} import {name}", namespace)  # the form scripts use
     assert namespace[name] is moved
+
+
+def test_one_public_model_config_for() -> None:
+    """The public ``model_config_for`` is the library's: a library kernel, validated."""
+    from ax_kernel_discovery import library, surrogate
+
+    assert ax_kernel_discovery.model_config_for is library.model_config_for
+    assert library.model_config_for is not surrogate.candidate_model_config
+    assert "model_config_for" not in surrogate.__all__
+    assert (
+        "model_config_for"
+        not in importlib.import_module("ax_kernel_discovery.surrogate.fitting").__all__
+    )
 
 
 @pytest.mark.parametrize(("old", "name", "new"), MOVED_DOWN)

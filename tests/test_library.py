@@ -26,6 +26,7 @@ from ax_kernel_discovery import (
     load_kernels,
     model_config_for,
     save_kernels,
+    surrogate_of,
 )
 from ax_kernel_discovery.benchmarks.synthetic import Ackley, Branin, Hartmann6
 from ax_kernel_discovery.cli import EXIT_USER_ERROR, main
@@ -68,10 +69,6 @@ def _run(client: Client, problem: Any, strategy: Any, num_sobol: int, rounds: in
         evaluate(trials)
 
 
-def _surrogate(strategy: Any) -> Any:
-    return strategy._nodes[-1].generator_specs[0].generator_kwargs["surrogate"]
-
-
 @pytest.fixture(scope="module")
 def discovery_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A tiny kernel-discovery Client run on 10-D Hartmann-6, saved to JSON."""
@@ -83,7 +80,7 @@ def discovery_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _run(client, problem, strategy, num_sobol=6, rounds=2, q=2)
     path = folder / "run.json"
     client.save_to_json_file(str(path))
-    return {"client": client, "surrogate": _surrogate(strategy), "path": path, "folder": folder}
+    return {"client": client, "surrogate": surrogate_of(strategy), "path": path, "folder": folder}
 
 
 def test_export_from_surrogate_client_and_file_agree(discovery_run: dict[str, Any]) -> None:
@@ -126,7 +123,7 @@ def test_a_kernel_travels_to_a_second_experiment_and_seeds_a_third(
     client = _client(problem, strategy)
     _run(client, problem, strategy, num_sobol=5, rounds=1, q=2)
     assert len(client._experiment.trials) == 7
-    fitted = _surrogate(strategy).model.covar_module
+    fitted = surrogate_of(strategy).model.covar_module
     assert isinstance(fitted, DiscoveredKernel) and fitted.candidate.name == kernel.name
     assert fitted.candidate.spec == kernel.spec and fitted.candidate.code == kernel.code
     bo_trial = client._experiment.trials[6]
@@ -147,7 +144,7 @@ def test_a_kernel_travels_to_a_second_experiment_and_seeds_a_third(
     strategy3 = kernel_discovery_generation_strategy(config, num_sobol=5, **FAST)
     client3 = _client(problem3, strategy3)
     _run(client3, problem3, strategy3, num_sobol=5, rounds=1, q=2)
-    surrogate = _surrogate(strategy3)
+    surrogate = surrogate_of(strategy3)
     record = surrogate.history[0]
     names = [k.name for k in kernels]
     assert set(record.scores) == set(names) and record.chosen in names

@@ -21,21 +21,27 @@ import pytest
 import torch
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery import sandbox
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.sandbox import (
     SAFE_BUILTINS,
     UnsafeCodeError,
-    _child_env,
-    _interpret,
-    _launch,
-    _ModuleProxy,
-    _rlimits,
-    _worker_main,
     check_source,
     load_kernel_class,
     run_isolated,
 )
-from ax_kernel_discovery.sandbox.isolation import address_space_limit_mb, startup_address_space_mb
-from ax_kernel_discovery.sandbox.validate import validate_kernel_code
+from ax_kernel_discovery.sandbox.isolation import (  # the module's own helpers, tested here
+    _child_env,
+    _interpret,
+    _launch,
+    _rlimits,
+    _worker_main,
+    address_space_limit_mb,
+    startup_address_space_mb,
+)
+from ax_kernel_discovery.sandbox.restricted import _ModuleProxy
+from ax_kernel_discovery.sandbox.validate import validate_candidate, validate_kernel_code
 from ax_kernel_discovery.validation import (
     ValidationOptions,
     ValidationResult,
@@ -533,6 +539,56 @@ def test_sandbox_survives_a_huge_allocation(sandbox_results) -> None:
     assert not res.ok
     assert res.stage in {"error", "sandbox"}
     assert "memory" in res.reason
+
+
+# ----------------------------------------------------------------------------------------
+# One validation of a candidate: source in the sandbox, expression trees in process
+# ----------------------------------------------------------------------------------------
+
+
+def test_validate_candidate_sends_source_to_the_sandbox_with_every_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple] = []
+
+    def fake_run_isolated(code, dim, class_name, opts):  # the child's result, recorded
+        seen.append((code, dim, class_name, opts))
+        return ValidationResult(True)
+
+    monkeypatch.setattr(sandbox.validate, "run_isolated", fake_run_isolated)
+    cand = KernelCandidate(
+        name="k", formula="k", origin="direct", code=corpus("valid_rbf"), class_name="K"
+    )
+    assert validate_candidate(cand, 7, fit_timeout=3.0).ok
+    ((code, dim, class_name, opts),) = seen
+    assert (code, dim, class_name) == (cand.code, 7, "K")
+    assert opts.check_fit and opts.fit_timeout == 3.0 and opts.device == "cpu"
+
+
+def test_validate_candidate_rejects_unsafe_source_in_the_sandbox() -> None:
+    cand = KernelCandidate(name="k", formula="k", origin="direct", code="import os\n")
+    res = validate_candidate(cand, 3)
+    assert (res.ok, res.stage) == (False, "sandbox")
+    bad = validate_candidate(cand, 3, fit_timeout=-1.0)  # options reach the sandbox
+    assert bad.stage == "error" and "bad options" in bad.reason
+
+
+def test_validate_candidate_checks_expression_trees_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_child(*args, **kwargs):
+        raise AssertionError("an expression tree must not start a sandbox child")
+
+    monkeypatch.setattr(sandbox.validate, "run_isolated", no_child)
+    tree = base_candidate("rbf")
+    res = validate_candidate(tree, 4)
+    assert res.ok and "shape" in res.timings
+    assert "fit" not in res.timings  # trusted building blocks: no GP fit check
+    fitted = validate_candidate(tree, 4, check_fit=True, fit_timeout=30.0)
+    assert fitted.ok and "fit" in fitted.timings
+    broken = KernelCandidate(name="b", formula="b", spec={"kernel": "rbf", "bad": 1})
+    failed = validate_candidate(broken, 4)
+    assert not failed.ok and failed.stage in {"load", "error"}
 
 
 def test_rlimit_defaults_leave_room_for_torch() -> None:

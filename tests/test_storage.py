@@ -33,6 +33,7 @@ from ax_kernel_discovery import (
     KernelDiscoverySurrogate,
     kernel_discovery_generation_strategy,
 )
+from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
 
@@ -102,13 +103,6 @@ def run_batch(client: Client, q: int) -> None:
         client.complete_trial(index, raw_data={"f": objective(params)})
 
 
-def surrogate_of(client: Client) -> KernelDiscoverySurrogate:
-    node = client._generation_strategy._nodes[-1]
-    surrogate = node.generator_specs[0].generator_kwargs["surrogate"]
-    assert isinstance(surrogate, KernelDiscoverySurrogate)
-    return surrogate
-
-
 def population_of(s: KernelDiscoverySurrogate) -> list[tuple[str, float | None, int, int]]:
     return [(m.name, m.score, m.strikes, m.times_chosen) for m in s.population]
 
@@ -156,7 +150,7 @@ def test_reload_before_every_round_changes_nothing(straight: Client, tmp_path: P
         resumed = Client.load_from_json_file(str(path))
         run_batch(resumed, Q)
 
-    a, b = surrogate_of(straight), surrogate_of(resumed)
+    a, b = find_surrogate(straight), find_surrogate(resumed)
     assert [r.round for r in b.history] == list(range(ROUNDS))
     assert_same_rounds(a.history, b.history)
     assert sum(r.struck is not None for r in a.history) > 0, "no strike was exercised"
@@ -189,7 +183,7 @@ def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path)
         resumed.save_to_json_file(str(path))
         resumed = Client.load_from_json_file(str(path))
         run_batch(resumed, 2)
-    a, b = surrogate_of(straight), surrogate_of(resumed)
+    a, b = find_surrogate(straight), find_surrogate(resumed)
     assert_same_rounds(a.history, b.history)
     assert [r.mixture for r in b.history] == [r.mixture for r in a.history]
     assert a.history[0].guarded and all(len(r.mixture) == 2 for r in a.history[1:])
@@ -225,7 +219,7 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     run_batch(client, NUM_SOBOL)
     for _ in range(2):
         run_batch(client, Q)
-    live = surrogate_of(client)
+    live = find_surrogate(client)
     kept = live.outcome_states["f"]
     assert kept.warm and kept.last_choice, "nothing to carry over"
 
@@ -233,15 +227,15 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     client.save_to_json_file(str(json_path))
     from_sql = Client.load_from_database("kd_storage", storage_config=storage_config)
     from_json = Client.load_from_json_file(str(json_path))
-    assert_same_state(live, surrogate_of(from_sql))
-    assert_same_state(surrogate_of(from_json), surrogate_of(from_sql))
+    assert_same_state(live, find_surrogate(from_sql))
+    assert_same_state(find_surrogate(from_json), find_surrogate(from_sql))
 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)
-    continued = surrogate_of(from_sql)
+    continued = find_surrogate(from_sql)
     assert continued.round_index == 3
-    assert_same_rounds(surrogate_of(straight).history[:3], continued.history)
-    again = surrogate_of(Client.load_from_database("kd_storage", storage_config=storage_config))
+    assert_same_rounds(find_surrogate(straight).history[:3], continued.history)
+    again = find_surrogate(Client.load_from_database("kd_storage", storage_config=storage_config))
     assert_same_state(continued, again)
 
 
@@ -262,14 +256,14 @@ def test_the_full_state_is_written_once_per_file(straight: Client, tmp_path: Pat
         for r in records
     )
     loaded = Client.load_from_json_file(str(path))
-    assert_same_state(surrogate_of(straight), surrogate_of(loaded))
+    assert_same_state(find_surrogate(straight), find_surrogate(loaded))
 
 
 # -------------------------------------------------------------------------- pickling
 
 
 def test_the_fitted_surrogate_and_its_model_pickle(straight: Client) -> None:
-    surrogate = surrogate_of(straight)
+    surrogate = find_surrogate(straight)
     model = surrogate.model
     X_test = torch.rand(5, DIM, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     with torch.no_grad():

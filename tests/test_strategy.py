@@ -13,6 +13,8 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.optimizer_argparse import optimizer_argparse
 from ax.generators.torch.botorch_modular.optimizer_defaults import NUM_RESTARTS, RAW_SAMPLES
+from botorch.acquisition.logei import qLogExpectedImprovement, qLogNoisyExpectedImprovement
+from pydantic import ValidationError
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
@@ -26,8 +28,10 @@ from ax_kernel_discovery.baselines import methods as baselines
 from ax_kernel_discovery.config import DeviceUnavailableError
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
 from ax_kernel_discovery.population import base_candidate
+from ax_kernel_discovery.runner import RunConfig, method_options
 from ax_kernel_discovery.strategy import (
     PAPER_ACQUISITION,
+    AcquisitionOptions,
     SobolHandOver,
     optimizer_options,
     sobol_then_botorch,
@@ -156,6 +160,85 @@ def test_the_papers_settings_are_one_argument_away() -> None:
         )["raw_samples"]
         == RAW_SAMPLES
     )
+
+
+def _bo_kwargs(gs) -> dict:  # noqa: ANN001
+    return gs._nodes[-1].generator_specs[0].generator_kwargs
+
+
+def _optimizer_kwargs(gs) -> dict:  # noqa: ANN001
+    return _gen_kwargs(gs).get("model_gen_options", {}).get("optimizer_kwargs", {})
+
+
+def test_acquisition_options_are_axs_defaults_or_the_papers() -> None:
+    assert AcquisitionOptions().optimizer_kwargs() == {}
+    assert AcquisitionOptions().botorch_acqf_class is qLogNoisyExpectedImprovement
+    paper = AcquisitionOptions.paper()
+    assert paper == AcquisitionOptions(**PAPER_ACQUISITION)
+    assert paper.optimizer_kwargs() == optimizer_options(**PAPER_ACQUISITION)
+    assert optimizer_options(**PAPER_ACQUISITION)["options"]["sample_around_best_sigma"] == 0.1
+    assert AcquisitionOptions(batch_limit=2).optimizer_kwargs() == {"options": {"batch_limit": 2}}
+    # an update applies what is given and keeps the rest
+    assert paper.updated(maxiter=50, num_restarts=None) == AcquisitionOptions.paper(maxiter=50)
+    assert paper.updated() is paper
+
+
+def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhere() -> None:
+    """The object is the base, the keyword arguments given override it, in every builder."""
+    paper_50 = {**AcquisitionOptions.paper(maxiter=50).optimizer_kwargs()}
+    kd = kernel_discovery_generation_strategy(
+        num_sobol=5, acquisition=AcquisitionOptions.paper(), maxiter=50
+    )
+    fixed = library.fixed_kernel_generation_strategy(
+        base_candidate("rbf"), 5, acquisition=AcquisitionOptions.paper(), maxiter=50
+    )
+    method = baselines.get_method("rbf", num_sobol=5, maxiter=50)  # the paper's by default
+    assert _optimizer_kwargs(kd) == _optimizer_kwargs(fixed) == _optimizer_kwargs(method)
+    assert _optimizer_kwargs(kd) == paper_50
+    # get_method takes the object too: Ax's own acquisition is one argument away
+    assert _optimizer_kwargs(baselines.get_method("rbf", acquisition=AcquisitionOptions())) == {}
+    # the acquisition function travels in the object; an explicit class overrides it
+    logei = AcquisitionOptions(botorch_acqf_class=qLogExpectedImprovement)
+    step = botorch_step(KernelDiscoverySurrogate(), acquisition=logei, device="cpu")
+    assert step.generator_specs[0].generator_kwargs["botorch_acqf_class"] is qLogExpectedImprovement
+    gs = kernel_discovery_generation_strategy(acquisition=logei)
+    assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogExpectedImprovement
+    gs = kernel_discovery_generation_strategy(
+        acquisition=logei, botorch_acqf_class=qLogNoisyExpectedImprovement
+    )
+    assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogNoisyExpectedImprovement
+    gs = baselines.get_method("ax_default", acquisition=logei.updated(acqf_options={"eta": 0.1}))
+    assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
+
+
+def test_a_run_config_is_built_with_its_acquisition_settings() -> None:
+    cfg = RunConfig(
+        problem="branin",
+        method="rbf",
+        num_restarts=3,
+        raw_samples=64,
+        maxiter=20,
+        sample_around_best=False,
+    )
+    options = method_options(cfg)
+    assert options["acquisition"] == AcquisitionOptions(
+        num_restarts=3, raw_samples=64, maxiter=20, sample_around_best=False
+    )
+    opts = _optimizer_kwargs(baselines.get_method("rbf", **options))
+    assert opts == {
+        "num_restarts": 3,
+        "raw_samples": 64,
+        "options": {"sample_around_best": False, "maxiter": 20},
+    }
+
+
+def test_a_bad_acquisition_setting_is_refused_before_any_evaluation() -> None:
+    with pytest.raises(ValidationError, match="num_restarts"):
+        kernel_discovery_generation_strategy(num_restarts=0)
+    with pytest.raises(ValidationError, match="raw_samples"):
+        baselines.get_method("rbf", raw_samples=0)
+    with pytest.raises(ValidationError, match="subclass of AcquisitionFunction"):
+        library.fixed_kernel_generation_strategy(base_candidate("rbf"), botorch_acqf_class=int)
 
 
 def test_every_method_is_built_by_one_sobol_then_botorch_builder(

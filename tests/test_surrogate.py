@@ -17,6 +17,7 @@ from ax_kernel_discovery import (
     KernelDiscoverySurrogate,
     kernel_discovery_generation_strategy,
 )
+from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
@@ -69,11 +70,6 @@ def run_batch(client: Client, q: int) -> None:
         client.complete_trial(index, raw_data={"f": objective(params)})
 
 
-def surrogate_of(client: Client) -> KernelDiscoverySurrogate:
-    node = client._generation_strategy._nodes[-1]
-    return node.generator_specs[0].generator_kwargs["surrogate"]
-
-
 @pytest.fixture(scope="module")
 def two_rounds() -> Client:
     client = make_client()
@@ -84,7 +80,7 @@ def two_rounds() -> Client:
 
 
 def test_client_loop_runs_rounds_of_kernel_discovery(two_rounds: Client) -> None:
-    s = surrogate_of(two_rounds)
+    s = find_surrogate(two_rounds)
     assert [r.round for r in s.history] == [0, 1]
     assert [r.n for r in s.history] == [10, 14]
     for rec in s.history:
@@ -113,11 +109,11 @@ def test_client_loop_runs_rounds_of_kernel_discovery(two_rounds: Client) -> None
 
 
 def test_json_save_load_keeps_population_and_continues(two_rounds: Client, tmp_path: Path) -> None:
-    s = surrogate_of(two_rounds)
+    s = find_surrogate(two_rounds)
     path = tmp_path / "run.json"
     two_rounds.save_to_json_file(str(path))
     loaded = Client.load_from_json_file(str(path))
-    s2 = surrogate_of(loaded)
+    s2 = find_surrogate(loaded)
     assert isinstance(s2, KernelDiscoverySurrogate)
     assert s2 is not s
     assert [m.name for m in s2.population] == [m.name for m in s.population]
@@ -164,10 +160,10 @@ def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> N
     client = make_client(
         KernelDiscoveryConfig(population_size=5, proposals_per_round=1, fit_maxiter=40)
     )
-    surrogate_of(client)._proposer = proposer
+    find_surrogate(client)._proposer = proposer
     run_batch(client, 10)
     run_batch(client, 2)
-    rec = surrogate_of(client).history[-1]
+    rec = find_surrogate(client).history[-1]
     assert rec.chosen is not None
     reasons = {r.name: r for r in rec.rejected}
     if isinstance(proposer, _Exploding):
@@ -178,7 +174,7 @@ def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> N
     else:
         assert reasons["garbage"].stage == "parse"
         assert reasons["bad"].stage in ("shape", "psd")
-        assert "bad" not in [m.name for m in surrogate_of(client).population]
+        assert "bad" not in [m.name for m in find_surrogate(client).population]
     assert len(client._experiment.trials) == 12
 
 
@@ -215,11 +211,11 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(tmp_path: Pat
     )
     client = make_client(config)
     recorder = _Recording()
-    surrogate_of(client)._proposer = recorder
+    find_surrogate(client)._proposer = recorder
     run_batch(client, 10)
     run_batch(client, 2)
     run_batch(client, 2)
-    s = surrogate_of(client)
+    s = find_surrogate(client)
     assert recorder.calls[0] == (0, "MainThread")
     assert recorder.criteria == {"prequential"}  # prompts name the configured criterion
     assert (1, "MainThread") not in recorder.calls
@@ -297,7 +293,7 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
         halving_keep=2,
     )
     client = make_client(config)
-    surrogate = surrogate_of(client)
+    surrogate = find_surrogate(client)
     refits: list[tuple[str, bool]] = []
     fit_and_score = surrogate.fitter.fit_and_score
 
@@ -395,7 +391,7 @@ def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> 
     client = make_client(config)
     run_batch(client, 10)
     run_batch(client, 2)
-    rec = surrogate_of(client).history[-1]
+    rec = find_surrogate(client).history[-1]
     assert rec.chosen is not None and len(rec.scores) >= 4
     assert not [r for r in rec.rejected if r.stage in ("timeout", "fit")]
 
@@ -432,7 +428,7 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     run_batch(client, 10)
     run_batch(client, 4)
     run_batch(client, 4)
-    sur = surrogate_of(client)
+    sur = find_surrogate(client)
     rec = sur.history[-1]
     assert rec.n == 14 and rec.chosen == min(rec.scores, key=rec.scores.get)
     K, y = prior_covariance(sur.fitted_models["f"][rec.chosen])
@@ -444,7 +440,7 @@ def test_new_composites_inherit_their_members_fitted_parameters() -> None:
     client = make_client(CONFIG.model_copy(update={"inherit_parameters": True}))
     for q in (10, 4, 4, 4):
         run_batch(client, q)
-    s = surrogate_of(client)
+    s = find_surrogate(client)
     inherited = [r for r in s.history if r.timings.get("inherited")]
     assert inherited, [r.proposed for r in s.history]
     for rec in inherited:

@@ -45,7 +45,6 @@ from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.utils.evaluation import BIC
 
 from ax_kernel_discovery.baselines.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
@@ -57,8 +56,8 @@ from ax_kernel_discovery.baselines.compositional import (
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.strategy import sobol_then_botorch, surrogate_of
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, model_config_for
+from ax_kernel_discovery.strategy import AcquisitionOptions, sobol_then_botorch, surrogate_of
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
 FIXED_KERNELS: tuple[str, ...] = ("rbf", "matern52", "linear", "periodic", "rq", "bock", "sl")
@@ -88,13 +87,13 @@ def fixed_kernel_surrogate(kernel: str) -> Surrogate:
     """Ax's plain ``Surrogate`` with one kernel of the package (stored by Ax's JSON)."""
     if kernel not in FIXED_KERNELS:
         raise ValueError(f"unknown fixed kernel {kernel!r}; choose from {FIXED_KERNELS}")
-    config = model_config_for(base_candidate(kernel, origin="baseline"))
+    config = candidate_model_config(base_candidate(kernel, origin="baseline"))
     return Surrogate(surrogate_spec=SurrogateSpec(model_configs=[config]))
 
 
 def greedy_surrogate(kernels: tuple[str, ...] = START_SET) -> Surrogate:
     """Greedy Search: Ax fits every kernel and keeps the lowest BIC, each round."""
-    configs = [model_config_for(base_candidate(k, origin="baseline")) for k in kernels]
+    configs = [candidate_model_config(base_candidate(k, origin="baseline")) for k in kernels]
     return Surrogate(surrogate_spec=SurrogateSpec(model_configs=configs, eval_criterion=BIC))
 
 
@@ -117,14 +116,18 @@ def saasbo_surrogate(
 
 
 def _common(options: dict[str, Any]) -> dict[str, Any]:
+    """Take the options every method shares out of ``options``.
+
+    The acquisition is ``options["acquisition"]`` (an
+    :class:`~ax_kernel_discovery.strategy.AcquisitionOptions`; default: the paper's
+    settings), with its fields given as loose options (``num_restarts=...``) on top.
+    """
+    base = options.pop("acquisition", None) or AcquisitionOptions.paper()
+    fields = [k for k in AcquisitionOptions.model_fields if k in options]
     return {
         "num_sobol": int(options.pop("num_sobol", 20)),
         "seed": int(options.pop("seed", 0)),
-        "botorch_acqf_class": options.pop("botorch_acqf_class", qLogNoisyExpectedImprovement),
-        "num_restarts": int(options.pop("num_restarts", 4)),
-        "raw_samples": int(options.pop("raw_samples", 512)),
-        "sample_around_best": bool(options.pop("sample_around_best", True)),
-        "maxiter": int(options.pop("maxiter", 300)),
+        "acquisition": base.updated(**{k: options.pop(k) for k in fields}),
         "device": options.pop("device", None),
     }
 
@@ -298,9 +301,12 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
 
     Args:
         name: A key of :data:`METHODS`.
-        **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), ``botorch_acqf_class``
+        **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), ``acquisition`` (an
+            :class:`~ax_kernel_discovery.strategy.AcquisitionOptions`; default: the
+            paper's, :meth:`~ax_kernel_discovery.strategy.AcquisitionOptions.paper`) or
+            its fields on top of it: ``botorch_acqf_class``
             (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
-            (512), ``sample_around_best`` (True), ``maxiter`` (300), ``device`` ("auto": CUDA
+            (512), ``sample_around_best`` (True), ``maxiter`` (300); ``device`` ("auto": CUDA
             when available, for every method; kd, compositional and CAKE take their config's);
             ``kd``, ``compositional`` and ``cake`` also take ``config`` (a
             :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``fixed`` its ``kernel``

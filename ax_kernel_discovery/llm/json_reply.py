@@ -22,7 +22,7 @@ from typing import Any
 
 from ax_kernel_discovery.llm.parsing import ParseError
 
-__all__ = ["TreeItem", "parse_kernel_trees"]
+__all__ = ["TreeItem", "json_values", "parse_kernel_trees"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class TreeItem:
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 
 
-def _json_values(text: str) -> list[Any]:
+def json_values(text: str) -> list[Any]:
     """Every top-level JSON object or array found in ``text``, in order."""
     decoder = json.JSONDecoder()
     out: list[Any] = []
@@ -86,7 +86,7 @@ def parse_kernel_trees(reply: str) -> list[TreeItem]:
             shape.
     """
     text = _THINK.sub("", reply or "")
-    values = _json_values(text)
+    values = json_values(text)
     if not values:
         snippet = " ".join(text.split())[:120]
         raise ParseError(f"no JSON object in the reply ({snippet!r})")

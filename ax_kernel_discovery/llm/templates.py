@@ -37,6 +37,7 @@ from ax_kernel_discovery.population import MemberSummary
 __all__ = [
     "FUNCTION_STYLES",
     "PromptOptions",
+    "chat_messages",
     "composition_messages",
     "conversion_messages",
     "copies_example",
@@ -49,6 +50,8 @@ __all__ = [
     "function_conversion_messages",
     "function_repair_messages",
     "load_prompt",
+    "ranked_members",
+    "render_prompt",
     "repair_messages",
     "seed_formulas",
 ]
@@ -91,15 +94,17 @@ def load_prompt(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _render(name: str, **values: object) -> str:
+def render_prompt(name: str, **values: object) -> str:
+    """The prompt file ``name`` with its ``$placeholders`` filled from ``values``."""
     return Template(load_prompt(name)).substitute({k: str(v) for k, v in values.items()})
 
 
 def _section(enabled: bool, name: str, **values: object) -> str:
-    return _render(name, **values).strip() + "\n\n" if enabled else ""
+    return render_prompt(name, **values).strip() + "\n\n" if enabled else ""
 
 
-def _messages(user: str) -> Messages:
+def chat_messages(user: str) -> Messages:
+    """The chat of one request: the package's system prompt, then ``user``."""
     return [
         {"role": "system", "content": load_prompt("system").strip()},
         {"role": "user", "content": user.strip() + "\n"},
@@ -141,9 +146,10 @@ def _fmt_score(m: MemberSummary) -> str:
     return f"{_wording(m.criterion)[0]} {m.score:.4g}"
 
 
-def _ranked(
+def ranked_members(
     members: Sequence[MemberSummary], max_members: int | None = None
 ) -> list[MemberSummary]:
+    """Members best first (unscored and non-finite scores last), the first ``max_members``."""
     ranked = sorted(
         members,
         key=lambda m: (m.score is None or not math.isfinite(m.score), m.score or 0.0),
@@ -153,7 +159,7 @@ def _ranked(
 
 def format_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
     """Numbered list of members, best first: name, score, formula (no data)."""
-    ranked = _ranked(members, max_members)
+    ranked = ranked_members(members, max_members)
     if not ranked:
         return "(empty population)"
     lines = []
@@ -193,7 +199,7 @@ def discovery_messages(
     between the population and the task; empty, the prompt is unchanged.
     """
     options = options or PromptOptions()
-    user = _render(
+    user = render_prompt(
         "discovery",
         dim=dim,
         num_formulas=num_formulas,
@@ -204,12 +210,12 @@ def discovery_messages(
         feedback=feedback,
         **_guidance(options, dim),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def format_tree_population(members: Sequence[MemberSummary], max_members: int | None = None) -> str:
     """Numbered members, best first: name, score and the JSON tree (else the formula)."""
-    ranked = _ranked(members, max_members)
+    ranked = ranked_members(members, max_members)
     if not ranked:
         return "(empty population)"
     lines = []
@@ -245,7 +251,7 @@ def expression_messages(
     rounds' refusals, and asks for ``{"kernels": [{"rationale", "kernel"}]}``.
     """
     options = options or PromptOptions()
-    user = _render(
+    user = render_prompt(
         "expression_discovery",
         dim=dim,
         num_kernels=num_kernels,
@@ -260,7 +266,7 @@ def expression_messages(
         feedback=feedback,
         hdbo_guidance=_section(options.hdbo_guidance, "hdbo_guidance", dim=dim),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def expression_followup_messages(
@@ -272,7 +278,7 @@ def expression_followup_messages(
     cache, such as llama.cpp's, then evaluates only the new turn), followed by the
     refused trees of the reply with their reasons and a request for ``num_kernels`` more.
     """
-    user = _render(
+    user = render_prompt(
         "expression_followup",
         kept=f"{kept} {'is' if kept == 1 else 'are'} new and kept",
         refused="\n".join(f"- {line}" for line in refused) or "- (none)",
@@ -298,14 +304,14 @@ def composition_messages(
 ) -> Messages:
     """Composition: pick two complementary members and combine them (sum or product)."""
     options = options or PromptOptions()
-    user = _render(
+    user = render_prompt(
         "composition",
         dim=dim,
         population=format_population(members, options.max_members),
         ranking=ranking_phrase(members),
         psd_guidance=_section(options.psd_guidance, "psd_guidance"),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def conversion_messages(
@@ -317,14 +323,14 @@ def conversion_messages(
     options = options or PromptOptions()
     if isinstance(formula, str):
         formula = FormulaBlock(name="NewKernel", formula=formula)
-    user = _render(
+    user = render_prompt(
         "conversion",
         dim=dim,
         formula_block=formula.as_block(),
         kernel_name=formula.name,
         **_code_sections(options),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def _function_prompt(style: str) -> str:
@@ -353,8 +359,10 @@ def function_conversion_messages(
     stem = _function_prompt(style)
     if isinstance(formula, str):
         formula = FormulaBlock(name="NewKernel", formula=formula)
-    user = _render(stem, dim=dim, formula_block=formula.as_block(), **_code_sections(options, stem))
-    return _messages(user)
+    user = render_prompt(
+        stem, dim=dim, formula_block=formula.as_block(), **_code_sections(options, stem)
+    )
+    return chat_messages(user)
 
 
 def function_repair_messages(
@@ -368,7 +376,7 @@ def function_repair_messages(
 ) -> Messages:
     """Repair, function styles: send ``PARAMETERS`` + ``covariance`` back with the reason."""
     stem = _function_prompt(style)
-    user = _render(
+    user = render_prompt(
         f"{stem}_repair",
         code=code.strip(),
         reason=" ".join(reason.split())[:2000],
@@ -377,7 +385,7 @@ def function_repair_messages(
         stage=stage,
         rules=load_prompt(f"{stem}_rules"),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def direct_messages(
@@ -396,7 +404,7 @@ def direct_messages(
     options = options or PromptOptions()
     if style not in ("class", "pair"):
         raise ValueError(f"direct code style must be 'class' or 'pair', got {style!r}")
-    user = _render(
+    user = render_prompt(
         "direct" if style == "class" else "direct_pair",
         dim=dim,
         num_kernels=num_kernels,
@@ -405,7 +413,7 @@ def direct_messages(
         **_guidance(options, dim),
         **_code_sections(options, "conversion" if style == "class" else "conversion_pair"),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def repair_messages(
@@ -418,7 +426,7 @@ def repair_messages(
     class_name: str = "the same",
 ) -> Messages:
     """Repair: send a rejected class back with the failure reason."""
-    user = _render(
+    user = render_prompt(
         "repair",
         code=code.strip(),
         reason=" ".join(reason.split())[:2000],
@@ -428,7 +436,7 @@ def repair_messages(
         class_name=class_name,
         rules=load_prompt("conversion_rules"),
     )
-    return _messages(user)
+    return chat_messages(user)
 
 
 def seed_formulas() -> dict[str, str]:

@@ -33,11 +33,11 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import Spec, canonical, leaves, short_name, validate_spec
 from ax_kernel_discovery.expression import formula as spec_formula
 from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
-from ax_kernel_discovery.llm.json_reply import _json_values
+from ax_kernel_discovery.llm.json_reply import json_values
 from ax_kernel_discovery.llm.schema import decoding_for, response_format
-from ax_kernel_discovery.llm.templates import _messages, _ranked, _render
+from ax_kernel_discovery.llm.templates import chat_messages, ranked_members, render_prompt
 from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, ProposalRound
 
 __all__ = [
     "CAKE_BASE_KERNELS",
@@ -254,15 +254,15 @@ class CakeProposer(LLMProposerBase):
         spec = member.candidate.spec
         return cake_expression(spec) if spec is not None else member.name
 
-    def _propose_round(self, round_: _Round) -> dict[str, float]:
+    def _propose_round(self, round_: ProposalRound) -> dict[str, float]:
         client, num_proposals = round_.client, round_.num_proposals
         table, note = self.data_view()
         lines = []
-        for i, m in enumerate(_ranked(round_.members, self.options.max_members), 1):
+        for i, m in enumerate(ranked_members(round_.members, self.options.max_members), 1):
             fitness = "not scored yet" if m.score is None else f"BIC {m.score:.4g}"
             lines.append(f"{i}. {self._describe_member(m)} ({fitness})")
-        messages = _messages(
-            _render(
+        messages = chat_messages(
+            render_prompt(
                 "cake",
                 dim=round_.dim,
                 data=table,
@@ -281,7 +281,7 @@ class CakeProposer(LLMProposerBase):
         self._read(reply, round_)
         return {}
 
-    def _read(self, reply: str | LLMError, round_: _Round) -> None:
+    def _read(self, reply: str | LLMError, round_: ProposalRound) -> None:
         """Turn the reply's expressions into candidates of ``round_.proposal``."""
         members, prefix, proposal = round_.members, round_.prefix, round_.proposal
         if isinstance(reply, LLMError):
@@ -334,7 +334,7 @@ class CakeProposer(LLMProposerBase):
 
 def _expressions(reply: str) -> list[tuple[str, str]]:
     """``(expression, rationale)`` pairs of a reply: JSON first, else expression-like lines."""
-    for value in _json_values(reply):
+    for value in json_values(reply):
         items = value.get("kernels") if isinstance(value, dict) else value
         if isinstance(items, dict):
             items = [items]

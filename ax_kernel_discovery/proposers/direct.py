@@ -31,7 +31,7 @@ from ax_kernel_discovery.llm.parsing import (
 )
 from ax_kernel_discovery.llm.templates import copies_example, direct_messages
 from ax_kernel_discovery.proposers.base import Proposal
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, ProposalRound
 
 __all__ = ["DirectCodeProposer"]
 
@@ -73,7 +73,7 @@ class DirectCodeProposer(LLMProposerBase):
         self.code_style = code_style
         self.conversion_style = code_style  # read by the shared build and repair helpers
 
-    def _propose_round(self, round_: _Round) -> dict[str, float]:
+    def _propose_round(self, round_: ProposalRound) -> dict[str, float]:
         prefix, taken, proposal = round_.prefix, round_.taken, round_.proposal
         num_proposals = round_.num_proposals
         k = num_proposals if self.num_kernels is None else min(self.num_kernels, num_proposals)

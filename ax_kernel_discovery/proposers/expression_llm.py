@@ -65,7 +65,7 @@ from ax_kernel_discovery.llm.schema import (
 )
 from ax_kernel_discovery.llm.templates import expression_followup_messages, expression_messages
 from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Round
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, ProposalRound
 
 __all__ = ["ExpressionLLMProposer", "check_tree"]
 
@@ -168,7 +168,7 @@ class ExpressionLLMProposer(LLMProposerBase):
         return member.name
 
     # ----------------------------------------------------------------- propose
-    def _propose_round(self, round_: _Round) -> dict[str, float]:
+    def _propose_round(self, round_: ProposalRound) -> dict[str, float]:
         client, num_proposals = round_.client, round_.num_proposals
         messages = expression_messages(
             round_.members,
@@ -221,7 +221,7 @@ class ExpressionLLMProposer(LLMProposerBase):
         return params
 
     def _read_reply(
-        self, reply: str | LLMError, round_: _Round, num_proposals: int, start: int
+        self, reply: str | LLMError, round_: ProposalRound, num_proposals: int, start: int
     ) -> list[str] | None:
         """Turn the reply's trees into candidates of ``round_.proposal``.
 

@@ -57,7 +57,7 @@ from ax_kernel_discovery.llm.templates import (
     function_conversion_messages,
 )
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
-from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, _Pending, _Round
+from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, PendingFormula, ProposalRound
 
 __all__ = ["LLMProposer", "LLMProposerBase"]
 
@@ -128,7 +128,7 @@ class LLMProposer(LLMProposerBase):
         self.conversion_style = conversion_style
         self.structural_composition = structural_composition
 
-    def _propose_round(self, round_: _Round) -> dict[str, float]:
+    def _propose_round(self, round_: ProposalRound) -> dict[str, float]:
         members, dim, round_index = round_.members, round_.dim, round_.round_index
         prefix, taken, proposal = round_.prefix, round_.taken, round_.proposal
         num_proposals = round_.num_proposals
@@ -160,7 +160,7 @@ class LLMProposer(LLMProposerBase):
         replies = round_.client.complete_many(requests, max_workers=self.max_workers)
         round_.lap("llm_stage1_s")
 
-        pending: list[_Pending] = []
+        pending: list[PendingFormula] = []
         known = {_norm_formula(m.formula): m.name for m in members}
         if self.options.discovery_example:
             known[_norm_formula(discovery_example_formula())] = "the prompt's format example"
@@ -180,17 +180,17 @@ class LLMProposer(LLMProposerBase):
                     )
                 for i, block in enumerate(blocks):
                     name = self._unique(f"{prefix}_{i}", taken)
-                    pending.append(_Pending(name, "discovery", block))
+                    pending.append(PendingFormula(name, "discovery", block))
             else:
                 name = self._unique(f"{prefix}_c{n_seen_comp}", taken)
                 n_seen_comp += 1
                 blocks = self._parse_formulas(reply, name, proposal)
                 if blocks:
                     parents = self._parents(blocks[0], members)
-                    pending.append(_Pending(name, "composition", blocks[0], parents))
+                    pending.append(PendingFormula(name, "composition", blocks[0], parents))
 
         # Formulas that repeat a member or an earlier proposal need no code.
-        fresh: list[_Pending] = []
+        fresh: list[PendingFormula] = []
         for p in pending:
             structural = self._structural(p, members) if self.structural_composition else None
             key = _norm_formula(structural.formula if structural else p.block.formula)
@@ -280,7 +280,7 @@ class LLMProposer(LLMProposerBase):
             return []
 
     @staticmethod
-    def _structural(p: _Pending, members: Sequence[MemberSummary]) -> KernelCandidate | None:
+    def _structural(p: PendingFormula, members: Sequence[MemberSummary]) -> KernelCandidate | None:
         """The composition as a sum/product tree of its parents' specs (None: not possible)."""
         if p.origin != "composition" or len(p.parents) != 2:
             return None

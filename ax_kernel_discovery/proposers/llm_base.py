@@ -51,7 +51,7 @@ from ax_kernel_discovery.llm.templates import (
 from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
-__all__ = ["FeedbackItem", "LLMProposerBase"]
+__all__ = ["FeedbackItem", "LLMProposerBase", "PendingFormula", "ProposalRound"]
 
 #: Rejection stages that say nothing about the kernel itself (not shown as feedback).
 _NOT_ABOUT_THE_KERNEL = frozenset({"proposal", "timeout"})
@@ -68,7 +68,7 @@ class FeedbackItem:
 
 
 @dataclass
-class _Pending:
+class PendingFormula:
     """A formula waiting for its code."""
 
     name: str
@@ -78,7 +78,7 @@ class _Pending:
 
 
 @dataclass
-class _Round:
+class ProposalRound:
     """One round's proposal call, as :meth:`LLMProposerBase.propose` hands it to the hook.
 
     Attributes:
@@ -342,7 +342,7 @@ class LLMProposerBase(Proposer):
         if begun is None:
             return proposal
         client, ledger_start, prefix, taken = begun
-        round_ = _Round(
+        round_ = ProposalRound(
             members, dim, num_proposals, round_index, client, prefix, taken, proposal, started
         )
         usage = self._propose_round(round_)
@@ -351,14 +351,14 @@ class LLMProposerBase(Proposer):
         return proposal
 
     @abc.abstractmethod
-    def _propose_round(self, round_: _Round) -> dict[str, float]:
+    def _propose_round(self, round_: ProposalRound) -> dict[str, float]:
         """Ask the LLM and fill ``round_.proposal``; record stages with ``round_.lap``.
 
         Returns:
             Usage counters of the subclass, added to the ledger's (e.g. repair stats).
         """
 
-    def _repair_round(self, round_: _Round) -> dict[str, float]:
+    def _repair_round(self, round_: ProposalRound) -> dict[str, float]:
         """With ``repair`` on, validate the round's candidates and repair failures once.
 
         Returns:
@@ -372,7 +372,7 @@ class LLMProposerBase(Proposer):
         )
         return stats
 
-    def _check_code(self, reply: str | LLMError, pending: _Pending) -> CodeBlock | Rejection:
+    def _check_code(self, reply: str | LLMError, pending: PendingFormula) -> CodeBlock | Rejection:
         formula = pending.block.describe()
         if isinstance(reply, LLMError):
             return Rejection(

@@ -7,11 +7,24 @@ import math
 from typing import Any
 
 from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
+from ax_kernel_discovery.strategy import AcquisitionOptions
 
-__all__ = ["method_options"]
+__all__ = [
+    "chosen_from_metadata",
+    "load_client",
+    "method_options",
+    "new_client",
+    "split_generator_run",
+    "trial_values",
+]
 
 
-def _new_client(cfg: RunConfig, problem: Any) -> Any:
+def new_client(cfg: RunConfig, problem: Any) -> Any:
+    """A new Ax ``Client`` for the run: the problem's box, its objective, the method's strategy.
+
+    The experiment's description holds the run's identity, which :func:`load_client`
+    compares with the settings of a resumed run.
+    """
     from ax.api import Client
     from ax.api.configs import RangeParameterConfig
 
@@ -39,10 +52,12 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
     opts: dict[str, Any] = {
         "num_sobol": cfg.num_sobol,
         "seed": cfg.seed,
-        "num_restarts": cfg.num_restarts,
-        "raw_samples": cfg.raw_samples,
-        "maxiter": cfg.maxiter,
-        "sample_around_best": cfg.sample_around_best,
+        "acquisition": AcquisitionOptions(
+            num_restarts=cfg.num_restarts,
+            raw_samples=cfg.raw_samples,
+            maxiter=cfg.maxiter,
+            sample_around_best=cfg.sample_around_best,
+        ),
     }
     if cfg.device is not None:
         opts["device"] = cfg.device
@@ -59,7 +74,12 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
     return opts
 
 
-def _load_client(cfg: RunConfig) -> Any | None:
+def load_client(cfg: RunConfig) -> Any | None:
+    """The run's Ax ``Client`` from its checkpoint, or ``None`` when there is none yet.
+
+    Raises:
+        UserInputError: The checkpoint cannot be read, or was made with other settings.
+    """
     from ax.api import Client
 
     import ax_kernel_discovery.baselines  # noqa: F401 - registers the storage of the baselines
@@ -95,7 +115,7 @@ def _load_client(cfg: RunConfig) -> Any | None:
     return client
 
 
-def _split_generator_run(gr: Any) -> list[Any]:
+def split_generator_run(gr: Any) -> list[Any]:
     """One single-arm ``GeneratorRun`` per arm of a joint batch (node name kept).
 
     Ax counts a node's trials by the node name on each trial's generator run, so the
@@ -130,7 +150,7 @@ def _split_generator_run(gr: Any) -> list[Any]:
     return parts
 
 
-def _trial_values(client: Any) -> tuple[list[float | None], list[str]]:
+def trial_values(client: Any) -> tuple[list[float | None], list[str]]:
     """Objective value per trial index (``None`` when failed) and the trials' statuses."""
     experiment = client._experiment
     n = len(experiment.trials)
@@ -148,7 +168,9 @@ def _trial_values(client: Any) -> tuple[list[float | None], list[str]]:
     return values, statuses
 
 
-def _chosen_from_metadata(gr: Any) -> str | None:
+def chosen_from_metadata(gr: Any) -> str | None:
+    """The model a generator run used, from Ax's ``models_used`` (``"Ax default"`` for a
+    bare ``ModelConfig``); ``None`` when it does not say."""
     used = (gr.gen_metadata or {}).get("models_used")
     if not used:
         return None

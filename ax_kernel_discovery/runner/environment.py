@@ -8,7 +8,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
-__all__ = ["device_info", "package_versions"]
+__all__ = ["device_info", "package_versions", "utc_now"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -47,5 +47,6 @@ def device_info(device: str = "cpu") -> dict[str, Any]:
     return info
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """The current UTC time in ISO 8601, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

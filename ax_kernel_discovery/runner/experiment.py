@@ -13,17 +13,17 @@ import numpy as np
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
-from ax_kernel_discovery.runner.ax_client import _load_client, _new_client, _trial_values
-from ax_kernel_discovery.runner.environment import _now, device_info, package_versions
+from ax_kernel_discovery.runner.ax_client import load_client, new_client, trial_values
+from ax_kernel_discovery.runner.environment import device_info, package_versions, utc_now
 from ax_kernel_discovery.runner.results import (
     PHASES,
     RESULT_VERSION,
-    _atomic_write_json,
+    atomic_write_json,
     best_so_far,
     finished_result,
     load_result,
 )
-from ax_kernel_discovery.runner.rounds import _one_round
+from ax_kernel_discovery.runner.rounds import run_one_round
 from ax_kernel_discovery.runner.run_config import (
     KD_METHODS,
     RunConfig,
@@ -87,10 +87,10 @@ def run_experiment(
 
     prob = make_problem(cfg)
     started = time.perf_counter()
-    client = _load_client(cfg)
+    client = load_client(cfg)
     resumed = client is not None
     if client is None:
-        client = _new_client(cfg, prob)
+        client = new_client(cfg, prob)
     gs = client._generation_strategy
     from ax_kernel_discovery.baselines.methods import surrogate_of
 
@@ -116,13 +116,17 @@ def run_experiment(
                     "timings": {},
                 }
             )
-    session = {"started_at": _now(), "n_start": len(client._experiment.trials), "resumed": resumed}
+    session = {
+        "started_at": utc_now(),
+        "n_start": len(client._experiment.trials),
+        "resumed": resumed,
+    }
     sessions.append(session)
 
     result: dict[str, Any] = {}
 
     def write(status: str) -> dict[str, Any]:
-        values, statuses = _trial_values(client)
+        values, statuses = trial_values(client)
         for r in rounds:  # full precision (Ax's JSON keeps 10 digits of the data it stores)
             for t, v in zip(r.get("trials", []), r.get("values") or [], strict=False):
                 if t < len(values) and v is not None and statuses[t] == "completed":
@@ -195,10 +199,10 @@ def run_experiment(
                 "torch_threads": torch.get_num_threads(),
                 "result_path": str(cfg.result_path),
                 "checkpoint_path": str(cfg.checkpoint_path),
-                "updated_at": _now(),
+                "updated_at": utc_now(),
             }
         )
-        _atomic_write_json(cfg.result_path, result)
+        atomic_write_json(cfg.result_path, result)
         return result
 
     n_done = len(client._experiment.trials)
@@ -210,7 +214,7 @@ def run_experiment(
                 f"(checkpoint {cfg.checkpoint_path})"
             )
         while n_done < cfg.budget:
-            record = _one_round(cfg, client, gs, surrogate, prob, n_done, len(rounds))
+            record = run_one_round(cfg, client, gs, surrogate, prob, n_done, len(rounds))
             rounds.append(record)
             t0 = time.perf_counter()
             client.save_to_json_file(str(_tmp_checkpoint(cfg)))
@@ -227,7 +231,7 @@ def run_experiment(
                 on_round(record)
         session["n_end"] = len(client._experiment.trials)
         session["wall"] = time.perf_counter() - started
-        session["finished_at"] = _now()
+        session["finished_at"] = utc_now()
         return write("complete")
     finally:
         prob.close()

@@ -158,7 +158,7 @@ def rank_table(
     return RankTable(meths, probs, labels, minimize, cells, ranks, average)
 
 
-def _fmt(value: float, scale: float | None = None) -> str:
+def format_value(value: float, scale: float | None = None) -> str:
     """Four significant digits of ``scale`` (default: the value itself)."""
     if value is None or not math.isfinite(value):
         return "n/a"
@@ -183,9 +183,9 @@ def rank_table_markdown(table: RankTable) -> str:
             if cell is None:
                 row.append("–")
                 continue
-            text = f"{_fmt(cell.mean)} ± {_fmt(cell.std, cell.mean)}"
+            text = f"{format_value(cell.mean)} ± {format_value(cell.std, cell.mean)}"
             if len(cell.values) == 1:
-                text = f"{_fmt(cell.mean)} (1 seed)"
+                text = f"{format_value(cell.mean)} (1 seed)"
             if best[p] == m:
                 text = f"**{text}**"
             row.append(text)
@@ -426,6 +426,7 @@ def write_report(
 __all__ = [
     "Cell",
     "RankTable",
+    "format_value",
     "load_results",
     "plot_curves",
     "rank_table",

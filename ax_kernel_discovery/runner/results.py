@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PHASES", "RESULT_VERSION", "best_so_far", "load_result"]
+__all__ = [
+    "PHASES",
+    "RESULT_VERSION",
+    "atomic_write_json",
+    "best_so_far",
+    "load_result",
+]
 
 
 RESULT_VERSION = 1
@@ -22,7 +28,9 @@ validation of proposals, acquisition optimization, oracle evaluation, and the re
 (Ax bookkeeping, checkpointing)."""
 
 
-def _atomic_write_json(path: Path, data: Any) -> None:
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file (numpy scalars as numbers),
+    so that a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:

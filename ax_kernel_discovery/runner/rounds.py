@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from ax_kernel_discovery.runner.ax_client import (
-    _chosen_from_metadata,
-    _split_generator_run,
-    _trial_values,
+    chosen_from_metadata,
+    split_generator_run,
+    trial_values,
 )
 from ax_kernel_discovery.runner.diagnostics import (
     boundary_hit_ratio,
@@ -24,7 +24,7 @@ from ax_kernel_discovery.runner.diagnostics import (
 from ax_kernel_discovery.runner.results import PHASES
 from ax_kernel_discovery.runner.run_config import METRIC, RunConfig
 
-__all__: list[str] = []  # private helpers of experiment
+__all__ = ["run_one_round"]
 
 
 def _seed_everything(seed: int) -> None:
@@ -34,7 +34,7 @@ def _seed_everything(seed: int) -> None:
     np.random.seed(seed % (2**32))
 
 
-def _one_round(
+def run_one_round(
     cfg: RunConfig, client: Any, gs: Any, surrogate: Any, prob: Any, n_done: int, round_index: int
 ) -> dict[str, Any]:
     """Generate one joint batch, evaluate it, complete the trials; returns the round record."""
@@ -115,15 +115,15 @@ def _one_round(
         fit_time = max(fit_time, selection_total)
         record["llm_usage"] = {k: v for h in kd_records for k, v in h.proposer_usage.items()}
     elif is_bo:
-        record["chosen"] = _chosen_from_metadata(gr)
+        record["chosen"] = chosen_from_metadata(gr)
         record["timings"]["fit"] = fit_time
     record["timings"]["acquisition"] = max(t_gen - fit_time, 0.0)
     record["warnings"] = _warning_lines(caught)
 
-    train_values = _trial_values(client)[0] if kd_records else []
+    train_values = trial_values(client)[0] if kd_records else []
     previous_point = _trial_point(experiment.trials[n_done - 1]) if n_done > 0 else None
     trials = []
-    for part in _split_generator_run(gr):
+    for part in split_generator_run(gr):
         trial = experiment.new_trial(generator_run=part)
         trial.mark_running(no_runner_required=True)
         trials.append(trial)

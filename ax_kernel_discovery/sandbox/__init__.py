@@ -74,18 +74,10 @@ from __future__ import annotations
 
 from ax_kernel_discovery.sandbox.checker import check_source
 from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
-from ax_kernel_discovery.sandbox.isolation import (  # private names: used by the tests
-    _child_env as _child_env,
-)
-from ax_kernel_discovery.sandbox.isolation import _interpret as _interpret
-from ax_kernel_discovery.sandbox.isolation import _launch as _launch
-from ax_kernel_discovery.sandbox.isolation import _rlimits as _rlimits
-from ax_kernel_discovery.sandbox.isolation import _worker_main as _worker_main
 from ax_kernel_discovery.sandbox.isolation import run_isolated
 from ax_kernel_discovery.sandbox.loader import load_kernel_class
 from ax_kernel_discovery.sandbox.policy import ALLOWED_MODULES
 from ax_kernel_discovery.sandbox.restricted import SAFE_BUILTINS
-from ax_kernel_discovery.sandbox.restricted import _ModuleProxy as _ModuleProxy
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
 __all__ = [

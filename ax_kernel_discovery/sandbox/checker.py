@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from ax_kernel_discovery._compat import parse_python
 from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
 from ax_kernel_discovery.sandbox.policy import (
-    _FORBIDDEN_NAMES,
-    _MODULE_ATTRIBUTE_ALLOWLIST,
     ALLOWED_MODULES,
-    _attribute_refusal,
+    FORBIDDEN_NAMES,
+    MODULE_ATTRIBUTE_ALLOWLIST,
+    attribute_refusal,
 )
 
 __all__ = ["check_source"]
@@ -84,10 +84,10 @@ class _SourceChecker(ast.NodeVisitor):
                 self._fail(node, f"'from {module} import *' is not allowed")
             if module == "__future__":
                 continue
-            refusal = _attribute_refusal(alias.name)
+            refusal = attribute_refusal(alias.name)
             if alias.name.startswith("_"):
                 refusal = f"private name {alias.name!r} is not allowed"
-            allowed = _MODULE_ATTRIBUTE_ALLOWLIST.get(module)
+            allowed = MODULE_ATTRIBUTE_ALLOWLIST.get(module)
             if refusal is None and allowed is not None and alias.name not in allowed:
                 refusal = f"name {alias.name!r} is not allowed"
             if refusal:
@@ -98,7 +98,7 @@ class _SourceChecker(ast.NodeVisitor):
     # -- names -----------------------------------------------------------------------
 
     def _check_name(self, node: ast.AST, name: str) -> None:
-        if name in _FORBIDDEN_NAMES:
+        if name in FORBIDDEN_NAMES:
             self._fail(node, f"name {name!r} is not allowed")
         if name.startswith("__") and name != "__init__":
             self._fail(node, f"dunder name {name!r} is not allowed")
@@ -127,7 +127,7 @@ class _SourceChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        refusal = _attribute_refusal(attr)
+        refusal = attribute_refusal(attr)
         if refusal:
             self._fail(node, refusal)
         on_self = isinstance(node.value, ast.Name) and node.value.id in self._privileged

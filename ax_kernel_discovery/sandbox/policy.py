@@ -6,7 +6,12 @@ and the run-time module proxies (:mod:`~ax_kernel_discovery.sandbox.restricted`)
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED_MODULES"]
+__all__ = [
+    "ALLOWED_MODULES",
+    "FORBIDDEN_NAMES",
+    "MODULE_ATTRIBUTE_ALLOWLIST",
+    "attribute_refusal",
+]
 
 
 #: Modules the kernel source may import (and reach as attributes of each other).
@@ -35,7 +40,7 @@ ALLOWED_MODULES: frozenset[str] = frozenset(
 
 #: Per-module attribute allowlists (modules not listed expose every public attribute
 #: that passes the denylist). ``typing`` can evaluate strings (``get_type_hints``).
-_MODULE_ATTRIBUTE_ALLOWLIST: dict[str, frozenset[str]] = {
+MODULE_ATTRIBUTE_ALLOWLIST: dict[str, frozenset[str]] = {
     "typing": frozenset(
         {
             "Any",
@@ -54,7 +59,7 @@ _MODULE_ATTRIBUTE_ALLOWLIST: dict[str, frozenset[str]] = {
 }
 
 #: Builtin names the source may not mention at all.
-_FORBIDDEN_NAMES: frozenset[str] = frozenset(
+FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
         "eval",
         "exec",
@@ -182,7 +187,7 @@ _FORBIDDEN_ATTRIBUTES: frozenset[str] = frozenset(
 _FORBIDDEN_PREFIXES: tuple[str, ...] = ("set_",)
 
 
-def _attribute_refusal(attr: str) -> str | None:
+def attribute_refusal(attr: str) -> str | None:
     """Why attribute ``attr`` may not be used (on any object), or None."""
     if attr in _FORBIDDEN_ATTRIBUTES:
         return f"attribute {attr!r} is not allowed"

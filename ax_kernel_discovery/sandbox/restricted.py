@@ -15,9 +15,9 @@ import types
 from typing import Any
 
 from ax_kernel_discovery.sandbox.policy import (
-    _MODULE_ATTRIBUTE_ALLOWLIST,
     ALLOWED_MODULES,
-    _attribute_refusal,
+    MODULE_ATTRIBUTE_ALLOWLIST,
+    attribute_refusal,
 )
 
 __all__ = ["SAFE_BUILTINS"]
@@ -172,10 +172,10 @@ class _ModuleProxy:
         name = module.__name__
         if attr.startswith("_"):
             raise AttributeError(f"private attribute {name}.{attr} is not allowed")
-        refusal = _attribute_refusal(attr)
+        refusal = attribute_refusal(attr)
         if refusal:
             raise AttributeError(f"{name}.{attr}: {refusal}")
-        allowed = _MODULE_ATTRIBUTE_ALLOWLIST.get(name)
+        allowed = MODULE_ATTRIBUTE_ALLOWLIST.get(name)
         if allowed is not None and attr not in allowed:
             raise AttributeError(f"{name}.{attr} is not allowed in kernel code")
         value = getattr(module, attr)

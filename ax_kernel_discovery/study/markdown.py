@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ax_kernel_discovery.runner.report import _fmt, timing_markdown, timing_table
+from ax_kernel_discovery.runner.report import format_value, timing_markdown, timing_table
 from ax_kernel_discovery.study.protocol import StudyProtocol
 
 
@@ -195,7 +195,7 @@ def study_markdown(
 
 
 def _pm(mean: float, se: float, n: int) -> str:
-    return f"{_fmt(mean)} ± {_fmt(se, mean)} ({n})"
+    return f"{format_value(mean)} ± {format_value(se, mean)} ({n})"
 
 
 PAIRED_LEGEND = (
@@ -210,11 +210,11 @@ PAIRED_LEGEND = (
 def _paired_cell(c: Mapping[str, Any]) -> str:
     if not c["n"]:
         return "–"
-    ci = f" [{_fmt(c['ci'][0])}, {_fmt(c['ci'][1])}]" if c["ci"] else ""
+    ci = f" [{format_value(c['ci'][0])}, {format_value(c['ci'][1])}]" if c["ci"] else ""
     p = ""
     if c.get("p_sign") is not None:
         p = f", p={c['p_sign']:.3f}/{c['p_perm']:.3f}"
-    return f"{c['wins']}/{c['ties']}/{c['losses']}, Δ={_fmt(c['mean_diff'])}{ci}{p}"
+    return f"{c['wins']}/{c['ties']}/{c['losses']}, Δ={format_value(c['mean_diff'])}{ci}{p}"
 
 
 def _results_markdown(summary: Mapping[str, Any]) -> list[str]:
@@ -364,8 +364,8 @@ def _ll(v: float | None) -> str:
 
 def _checkpoint_cell(row: Mapping[str, Any], with_reference: bool = False) -> str:
     c = row["paired"]
-    cell = f"{_fmt(row['mean'])} ({c['wins']}/{c['ties']}/{c['losses']})"
-    return f"{cell} vs {_fmt(row['reference_mean'])}" if with_reference else cell
+    cell = f"{format_value(row['mean'])} ({c['wins']}/{c['ties']}/{c['losses']})"
+    return f"{cell} vs {format_value(row['reference_mean'])}" if with_reference else cell
 
 
 def _checkpoints_markdown(summary: Mapping[str, Any]) -> list[str]:
@@ -400,7 +400,7 @@ def _variant_checkpoints_markdown(summary: Mapping[str, Any]) -> list[str]:
         rows = []
         kd = (summary.get("checkpoints") or {}).get(p) or []
         if kd:
-            rows.append(("ax_default", [_fmt(r["reference_mean"]) for r in kd], kd))
+            rows.append(("ax_default", [format_value(r["reference_mean"]) for r in kd], kd))
             rows.append(("kd", [_checkpoint_cell(r) for r in kd], kd))
         for name, v in summary["variants"].items():
             cps = (v.get("checkpoints") or {}).get(p)
@@ -502,7 +502,7 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
             if c is None:
                 cells.append("–")
                 continue
-            kd = "n/a" if c["kd_mean"] is None else _fmt(c["kd_mean"])
+            kd = "n/a" if c["kd_mean"] is None else format_value(c["kd_mean"])
             cells.append(f"{_pm(c['mean'], c['se'], len(c['seeds']))} (kd {kd})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     rows = [
@@ -582,7 +582,7 @@ def _transfer_markdown(summary: Mapping[str, Any]) -> list[str]:
             versus = (
                 "–"
                 if vs is None
-                else f"{vs['wins']}/{vs['ties']}/{vs['losses']}, Δ={_fmt(vs['mean_diff'])}"
+                else f"{vs['wins']}/{vs['ties']}/{vs['losses']}, Δ={format_value(vs['mean_diff'])}"
             )
             lines.append(
                 f"| {p} | {label} | {_pm(row['mean'], row['se'], row['n_seeds'])} | {versus} |"

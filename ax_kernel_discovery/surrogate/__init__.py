@@ -15,10 +15,16 @@ Modules, from the top (Ax storage of the surrogate is :mod:`ax_kernel_discovery.
 
 from __future__ import annotations
 
+from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.surrogate.core import (
     KernelDiscoverySurrogate,
     RoundRecord,
-    model_config_for,
+    candidate_model_config,
 )
 
-__all__ = ["KernelDiscoverySurrogate", "RoundRecord", "model_config_for"]
+__all__ = ["KernelDiscoverySurrogate", "RoundRecord", "candidate_model_config"]
+
+# renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)
+__getattr__ = moved_names(
+    __name__, {"model_config_for": "ax_kernel_discovery.surrogate.fitting:candidate_model_config"}
+)

@@ -27,9 +27,8 @@ from ax_kernel_discovery.diversity import (
 )
 from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.sandbox.validate import validate_kernel_code
+from ax_kernel_discovery.sandbox.validate import validate_candidate
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.validation import check_kernel
 
 
 class CandidateAdmission:
@@ -89,30 +88,10 @@ class CandidateAdmission:
                     )
                 )
                 continue
-            built: Kernel | None = None  # an expression tree is built once for every check
-            if cand.code is not None:
-                result = validate_kernel_code(
-                    cand.code,
-                    dim,
-                    class_name=cand.class_name,
-                    fit_timeout=self.config.fit_timeout,
-                    device=device,
-                )
-            else:
-                try:
-                    built = cand.build(dim)
-                except Exception as e:  # noqa: BLE001 - recorded as check_kernel would
-                    built = None
-                    error: Exception | None = e
-                else:
-                    error = None
-                result = check_kernel(
-                    _built_or_raise(built, error),
-                    dim,
-                    fit_timeout=self.config.fit_timeout,
-                    check_fit=False,
-                    device=device,
-                )
+            build = _BuildOnce(cand.build)  # a tree is built once for every check
+            result = validate_candidate(
+                cand, dim, factory=build, fit_timeout=self.config.fit_timeout, device=device
+            )
             if not result.ok:
                 rec.rejected.append(
                     Rejection(
@@ -123,6 +102,7 @@ class CandidateAdmission:
                     )
                 )
                 continue
+            built = build.kernel if cand.code is None else None
             memory = self.memory_rejection(cand, dim, n, built)
             if memory is not None:
                 rec.rejected.append(memory)
@@ -195,16 +175,26 @@ class CandidateAdmission:
         return diversity(sigs) if len(sigs) > 1 else None
 
 
-def _built_or_raise(kernel: Kernel | None, error: Exception | None) -> Callable[[int], Kernel]:
-    """A ``check_kernel`` factory that hands over the kernel built once (or its error)."""
+class _BuildOnce:
+    """``build`` called at most once: later calls return the same kernel (or raise the
+    same error), so that the checks, the memory probe and the Gram signature of a
+    candidate share one build."""
 
-    def factory(dim: int) -> Kernel:
-        if error is not None:
-            raise error
-        assert kernel is not None
-        return kernel
+    def __init__(self, build: Callable[[int], Kernel]) -> None:
+        self._build = build
+        self.kernel: Kernel | None = None
+        self._error: Exception | None = None
 
-    return factory
+    def __call__(self, dim: int) -> Kernel:
+        if self.kernel is None and self._error is None:
+            try:
+                self.kernel = self._build(dim)
+            except Exception as e:  # noqa: BLE001 - re-raised to every caller
+                self._error = e
+        if self._error is not None:
+            raise self._error
+        assert self.kernel is not None
+        return self.kernel
 
 
 __all__ = ["CandidateAdmission"]

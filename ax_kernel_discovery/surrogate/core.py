@@ -62,7 +62,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     GUARD_NAME,
     KernelFitter,
     StartRule,
-    model_config_for,
+    candidate_model_config,
 )
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
@@ -616,5 +616,5 @@ __all__ = [
     "RoundRecord",
     "StartCandidates",
     "default_start_candidates",
-    "model_config_for",
+    "candidate_model_config",
 ]

@@ -7,7 +7,7 @@ and accepted candidate the Ax way (through a model builder, Ax's
 scores it by the criterion and chooses the kernel returned to Ax. It reads and updates
 only the :class:`~ax_kernel_discovery.surrogate.state.RoundContext` it is handed (the
 outcome's state and the round's record), so it can be tested without an Ax surrogate.
-:func:`model_config_for` is the Ax ``ModelConfig`` of one candidate, also used by the
+:func:`candidate_model_config` is the Ax ``ModelConfig`` of one candidate, also used by the
 fixed-kernel baselines and the kernel library.
 """
 
@@ -27,6 +27,7 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
@@ -79,7 +80,7 @@ class Choice:
     guarded: bool = False
 
 
-def model_config_for(
+def candidate_model_config(
     candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None
 ) -> ModelConfig:
     """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
@@ -413,7 +414,7 @@ class KernelFitter:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
-            config = model_config_for(member.candidate, self.config.fit_timeout)
+            config = candidate_model_config(member.candidate, self.config.fit_timeout)
             try:
                 model = self.build_model(dataset, ctx.search_space_digest, config, warm, False)
                 with torch.no_grad():
@@ -488,7 +489,7 @@ class KernelFitter:
             warm = start.parameters
             if start.label:
                 rec.timings[start.label] = rec.timings.get(start.label, 0.0) + 1.0
-        config = model_config_for(cand, self.config.fit_timeout, maxiter)
+        config = candidate_model_config(cand, self.config.fit_timeout, maxiter)
         t0 = time.perf_counter()
         try:
             try:
@@ -540,5 +541,10 @@ __all__ = [
     "ModelBuilder",
     "StartRule",
     "inherit_from_members",
-    "model_config_for",
+    "candidate_model_config",
 ]
+
+# renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)
+__getattr__ = moved_names(
+    __name__, {"model_config_for": "ax_kernel_discovery.surrogate.fitting:candidate_model_config"}
+)

@@ -13,15 +13,17 @@ from dataclasses import dataclass
 
 from ax_kernel_discovery._compat import parse_python
 from ax_kernel_discovery.llm.parsing.errors import ParseError
-from ax_kernel_discovery.llm.parsing.fences import _fenced_blocks, strip_thinking
+from ax_kernel_discovery.llm.parsing.fences import fenced_blocks, strip_thinking
 
 __all__ = [
     "DEFAULT_IMPORTS",
     "CodeBlock",
+    "NormalizeNumbers",
     "extract_code_block",
     "extract_code_blocks",
     "find_kernel_class",
     "forward_fingerprint",
+    "trim_prose",
 ]
 
 
@@ -58,7 +60,9 @@ def find_kernel_class(code: str) -> tuple[str, str] | None:
     return None
 
 
-class _NormalizeNumbers(ast.NodeTransformer):
+class NormalizeNumbers(ast.NodeTransformer):
+    """Writes every int and float constant as a float, so that ``2`` and ``2.0`` compare equal."""
+
     def visit_Constant(self, node: ast.Constant) -> ast.Constant:
         if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return ast.copy_location(ast.Constant(float(node.value)), node)
@@ -79,7 +83,7 @@ def forward_fingerprint(code: str) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "forward":
             body = ast.Module(body=node.body, type_ignores=[])
-            return ast.dump(_NormalizeNumbers().visit(body))
+            return ast.dump(NormalizeNumbers().visit(body))
     return None
 
 
@@ -124,7 +128,7 @@ def _with_imports(code: str) -> str:
     return "\n".join(missing) + "\n" + code if missing else code
 
 
-def _trim_prose(code: str) -> str:
+def trim_prose(code: str) -> str:
     """Cut trailing prose off code that was not fenced: keep lines up to the last code line."""
     lines = code.splitlines()
     keep = len(lines)
@@ -153,9 +157,7 @@ def extract_code_block(text: str) -> CodeBlock:
     text = strip_thinking(text)
     if not text.strip():
         raise ParseError("empty reply (no code)")
-    blocks = [
-        body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py", "python3")
-    ]
+    blocks = [body for lang, body in fenced_blocks(text) if lang in ("", "python", "py", "python3")]
     for i, body in enumerate(blocks):
         found = find_kernel_class(body)
         if found:
@@ -170,7 +172,7 @@ def extract_code_block(text: str) -> CodeBlock:
         raise ParseError(f"{len(blocks)} code block(s) but none defines a gpytorch Kernel subclass")
     start = re.search(r"^(import |from |class )", text, re.MULTILINE)
     if start is not None:
-        code = _with_imports(_trim_prose(text[start.start() :].replace("```", "")))
+        code = _with_imports(trim_prose(text[start.start() :].replace("```", "")))
         found = find_kernel_class(code)
         if found:
             return CodeBlock(code=code, class_name=found[0], docstring=found[1])
@@ -218,7 +220,7 @@ def extract_code_blocks(text: str) -> list[CodeBlock]:
     """
     text = strip_thinking(text)
     out: list[CodeBlock] = []
-    for lang, body in _fenced_blocks(text):
+    for lang, body in fenced_blocks(text):
         if lang not in ("", "python", "py", "python3"):
             continue
         for code in _split_kernel_classes(body.strip("\n") + "\n"):

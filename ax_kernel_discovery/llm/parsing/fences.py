@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["strip_thinking"]
+__all__ = ["fenced_blocks", "fenced_spans", "strip_thinking"]
 
 
 _FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.MULTILINE)
@@ -23,7 +23,7 @@ def strip_thinking(text: str) -> str:
     return text
 
 
-def _fenced_spans(text: str) -> list[tuple[str, str, int, int]]:
+def fenced_spans(text: str) -> list[tuple[str, str, int, int]]:
     """``(language, body, start, end)`` of every fenced block (an unclosed last fence
     runs to the end); ``start``/``end`` bound the block with its fences."""
     blocks: list[tuple[str, str, int, int]] = []
@@ -44,6 +44,6 @@ def _fenced_spans(text: str) -> list[tuple[str, str, int, int]]:
     return blocks
 
 
-def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
     """``(language, body)`` of every fenced block; an unclosed last fence runs to the end."""
-    return [(lang, body) for lang, body, _, _ in _fenced_spans(text)]
+    return [(lang, body) for lang, body, _, _ in fenced_spans(text)]

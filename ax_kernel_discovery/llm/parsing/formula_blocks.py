@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ax_kernel_discovery.llm.parsing.errors import ParseError
-from ax_kernel_discovery.llm.parsing.fences import _fenced_blocks, strip_thinking
+from ax_kernel_discovery.llm.parsing.fences import fenced_blocks, strip_thinking
 
 __all__ = ["FormulaBlock", "extract_formula_blocks"]
 
@@ -170,7 +170,7 @@ def extract_formula_blocks(text: str) -> list[FormulaBlock]:
     text = strip_thinking(text)
     if not text.strip():
         raise ParseError("empty reply (no formula block)")
-    fenced = _fenced_blocks(text)
+    fenced = fenced_blocks(text)
     candidates = [body for lang, body in fenced if lang in ("formula", "kernel", "math")]
     if not candidates:
         candidates = [

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 
 from ax_kernel_discovery._compat import parse_python
-from ax_kernel_discovery.llm.parsing.code_blocks import _NormalizeNumbers, _trim_prose
+from ax_kernel_discovery.llm.parsing.code_blocks import NormalizeNumbers, trim_prose
 from ax_kernel_discovery.llm.parsing.errors import ParseError
-from ax_kernel_discovery.llm.parsing.fences import _fenced_blocks, _fenced_spans, strip_thinking
-from ax_kernel_discovery.llm.parsing.function_fixes import _drop_dead_reads, _numeric_fixes
+from ax_kernel_discovery.llm.parsing.fences import fenced_blocks, fenced_spans, strip_thinking
+from ax_kernel_discovery.llm.parsing.function_fixes import drop_dead_reads, numeric_fixes
 
 __all__ = [
     "FunctionBlock",
@@ -64,15 +64,13 @@ def _drop_label_lines(code: str) -> str:
 
 
 def _function_candidates(text: str) -> list[str]:
-    blocks = [
-        body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py", "python3")
-    ]
+    blocks = [body for lang, body in fenced_blocks(text) if lang in ("", "python", "py", "python3")]
     with_def = [b for b in blocks if re.search(r"^\s*def\s+covariance\s*\(", b, re.MULTILINE)]
     if with_def:
         return [_drop_label_lines(b) for b in with_def]
     start = re.search(r"^(import |from |PARAMETERS\b|def )", text, re.MULTILINE)
     if start is not None:
-        return [_trim_prose(text[start.start() :].replace("```", ""))]
+        return [trim_prose(text[start.start() :].replace("```", ""))]
     return []
 
 
@@ -187,7 +185,7 @@ def extract_function_block(text: str) -> FunctionBlock:
                 node = parse_python(match.group(1), mode="eval").body
             except SyntaxError as exc:
                 raise ParseError(f"PARAMETERS does not parse: {exc.msg}") from None
-    dead = _drop_dead_reads(func)
+    dead = drop_dead_reads(func)
     used, escapes = _used_keys(func)
     if node is not None:
         parameters = _read_parameters(node)
@@ -217,7 +215,7 @@ def extract_function_block(text: str) -> FunctionBlock:
             and not any(isinstance(t, ast.Name) and t.id == "PARAMETERS" for t in n.targets)
         )
     ]
-    fixes = _numeric_fixes(tree)
+    fixes = numeric_fixes(tree)
     notes.extend(fixes)
     if dead or fixes:  # the tree changed: write it out (comments are lost)
         source = "\n\n".join(ast.unparse(n) for n in kept)
@@ -241,7 +239,7 @@ def extract_function_block(text: str) -> FunctionBlock:
     functions = ast.Module(
         body=[n for n in kept if isinstance(n, ast.FunctionDef)], type_ignores=[]
     )
-    fingerprint = ast.dump(_NormalizeNumbers().visit(functions))
+    fingerprint = ast.dump(NormalizeNumbers().visit(functions))
     return FunctionBlock(dict(parameters), source.strip("\n") + "\n", fingerprint, tuple(notes))
 
 
@@ -295,7 +293,7 @@ def split_function_replies(text: str) -> list[NamedFunctionReply]:
     text = strip_thinking(text)
     out: list[NamedFunctionReply] = []
     previous_end = 0
-    for lang, body, start, end in _fenced_spans(text):
+    for lang, body, start, end in fenced_spans(text):
         before = text[previous_end:start]
         previous_end = end
         if lang not in ("", "python", "py", "python3") or not re.search(

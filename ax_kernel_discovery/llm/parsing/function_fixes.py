@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-__all__: list[str] = []  # private helpers of function_blocks
+__all__ = ["drop_dead_reads", "numeric_fixes"]
 
 
 _FLOAT_MATH = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "atan", "log1p", "expm1"}
@@ -98,7 +98,7 @@ class _NumericFixes(ast.NodeTransformer):
         return node
 
 
-def _numeric_fixes(tree: ast.Module) -> list[str]:
+def numeric_fixes(tree: ast.Module) -> list[str]:
     """Apply :class:`_NumericFixes` to ``tree`` in place; notes of what changed."""
     fixer = _NumericFixes()
     fixer.visit(tree)
@@ -106,7 +106,7 @@ def _numeric_fixes(tree: ast.Module) -> list[str]:
     return [f"{what} x{n}" for what, n in fixer.counts.items()]
 
 
-def _drop_dead_reads(func: ast.FunctionDef) -> list[str]:
+def drop_dead_reads(func: ast.FunctionDef) -> list[str]:
     """Remove ``name = p["key"]`` statements whose ``name`` is never read (in place).
 
     Small models copy every hyperparameter of the formula into a local and then leave
