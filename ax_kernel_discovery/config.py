@@ -228,6 +228,15 @@ class KernelDiscoveryConfig(BaseModel):
     history_limit: int = Field(
         200, ge=1, le=100000, description="Rounds of history kept in the saved state."
     )
+    fit_workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Worker processes that fit a round's kernels side by side (1: one after "
+        "another in this process). Each worker runs one torch thread; CPU runs only (a run on "
+        "a GPU fits in this process). The fits and so the choices are the same as with 1; with "
+        "a start rule (inherit_parameters, compositional search) the round fits in this process.",
+    )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
     )

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import logging
 import math
+import multiprocessing
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
@@ -195,19 +198,23 @@ class KernelFitter:
         rec.selection = "halving" if halving else "full"
         warm_before = dict(warm) if halving else {}
         screened: set[str] = set()
+        jobs = []
         for cand in cands:
             screen = halving and cand.name in warm
-            fitted = self.fit_and_score(
-                cand,
-                ctx,
-                refit=not screen or self.config.halving_screen_maxiter > 0,
-                maxiter=self.config.halving_screen_maxiter if screen else None,
-                members=cands,
+            jobs.append(
+                (
+                    cand,
+                    not screen or self.config.halving_screen_maxiter > 0,
+                    self.config.halving_screen_maxiter if screen else None,
+                )
             )
+            if screen:
+                screened.add(cand.name)
+        for cand, fitted in zip(cands, self._fit_jobs(jobs, ctx, members=cands), strict=True):
             if fitted is not None:
                 models[cand.name] = fitted
-                if screen:
-                    screened.add(cand.name)
+            else:
+                screened.discard(cand.name)
         if not halving:
             return self._drop_slow_fits(models, ctx)
         # New kernels were fitted as in full selection: the finalist slots go to the
@@ -476,7 +483,25 @@ class KernelFitter:
         rule puts it (``inherit_parameters``: the fitted parameters of the ``members`` it
         contains, :mod:`.inheritance`, still with a cold start's steps).
         """
-        dataset, digest, rec = ctx.dataset, ctx.search_space_digest, ctx.rec
+        job = self._prepare(cand, ctx, refit, maxiter, members)
+        t0 = time.perf_counter()
+        try:
+            model = _build_and_fit(self.build_model, ctx.dataset, ctx.search_space_digest, job)
+        except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
+            return self._reject(cand, ctx, f"{type(e).__name__}: {e}")
+        if job.refit:
+            ctx.rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
+        return self._score(cand, ctx, model, job.config, t0)
+
+    def _prepare(
+        self,
+        cand: KernelCandidate,
+        ctx: RoundContext,
+        refit: bool,
+        maxiter: int | None,
+        members: Sequence[KernelCandidate],
+    ) -> FitJob:
+        """Where ``cand``'s fit starts and how many steps it gets (see :meth:`fit_and_score`)."""
         warm = ctx.state.warm.get(cand.name) if self.config.warm_start else None
         start = None
         if warm is None and self.config.warm_start and self.start_rule is not None:
@@ -488,18 +513,79 @@ class KernelFitter:
         if start is not None:
             warm = start.parameters
             if start.label:
-                rec.timings[start.label] = rec.timings.get(start.label, 0.0) + 1.0
+                ctx.rec.timings[start.label] = ctx.rec.timings.get(start.label, 0.0) + 1.0
         config = candidate_model_config(cand, self.config.fit_timeout, maxiter)
+        return FitJob(cand.name, config, warm, refit)
+
+    def _fit_jobs(
+        self,
+        jobs: Sequence[tuple[KernelCandidate, bool, int | None]],
+        ctx: RoundContext,
+        members: Sequence[KernelCandidate],
+    ) -> list[FittedKernel | None]:
+        """Fit and score ``(candidate, refit, maxiter)`` jobs, in worker processes when
+        ``fit_workers > 1`` allows it (a CPU run, no start rule), else one by one."""
+        workers = self.config.fit_workers
+        parallel = (
+            workers > 1
+            and len(jobs) > 1
+            and self.start_rule is None
+            and ctx.dataset.X.device.type == "cpu"
+        )
+        if not parallel:
+            return [
+                self.fit_and_score(c, ctx, refit=r, maxiter=m, members=members) for c, r, m in jobs
+            ]
+        prepared = [(c, self._prepare(c, ctx, r, m, members), m) for c, r, m in jobs]
+        pool = fit_pool(workers)
         t0 = time.perf_counter()
-        try:
+        futures = [
+            pool.submit(fit_in_worker, ctx.dataset, ctx.search_space_digest, job)
+            for _, job, _ in prepared
+        ]
+        out: list[FittedKernel | None] = []
+        for (cand, job, maxiter), future in zip(prepared, futures, strict=True):
             try:
-                model = self.build_model(dataset, digest, config, warm, refit)
-            except RuntimeError:
-                if warm is None:
-                    raise
-                model = self.build_model(dataset, digest, config, None, True)
-            if refit:
-                rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
+                state, seconds, error = future.result()
+            except Exception as e:  # noqa: BLE001 - a broken pool: fit it here instead
+                logger.info("fit worker failed (%r); fitting %s in this process", e, cand.name)
+                _reset_fit_pool()
+                out.append(
+                    self.fit_and_score(cand, ctx, refit=job.refit, maxiter=maxiter, members=members)
+                )
+                continue
+            if error is not None or state is None:
+                out.append(self._reject(cand, ctx, error or "no fitted state"))
+                continue
+            if job.refit:
+                ctx.rec.timings[f"refit:{cand.name}"] = seconds
+            t1 = time.perf_counter()
+            try:  # the fitted GP, rebuilt from its exact (float64) state: no refit
+                model = self.build_model(
+                    ctx.dataset, ctx.search_space_digest, job.config, state, False
+                )
+            except Exception as e:  # noqa: BLE001
+                out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}"))
+                continue
+            out.append(self._score(cand, ctx, model, job.config, t1 - seconds))
+        ctx.rec.timings["parallel_fit_wall"] = time.perf_counter() - t0
+        return out
+
+    def _reject(self, cand: KernelCandidate, ctx: RoundContext, reason: str) -> FittedKernel | None:
+        """Record a failed fit (stage ``fit``); returns ``None``, the failed fit."""
+        ctx.rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=reason[:500]))
+        return None
+
+    def _score(
+        self,
+        cand: KernelCandidate,
+        ctx: RoundContext,
+        model: Model,
+        config: ModelConfig,
+        t0: float,
+    ) -> FittedKernel | None:
+        """Score a fitted model by the criterion; keep its parameters as the warm start."""
+        try:
             with torch.no_grad():
                 K, y = prior_covariance(model)
                 top_k, sign = self.config.score_top_k, ctx.sign
@@ -515,33 +601,101 @@ class KernelFitter:
                     blocks=self._score_blocks(ctx, K.shape[-1]),
                 )
         except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
-            rec.rejected.append(
-                Rejection(name=cand.name, stage="fit", reason=f"{type(e).__name__}: {e}"[:500])
-            )
-            return None
+            return self._reject(cand, ctx, f"{type(e).__name__}: {e}")
         if not math.isfinite(value):
-            rec.rejected.append(
-                Rejection(
-                    name=cand.name, stage="fit", reason=f"non-finite {self.config.criterion} score"
-                )
-            )
-            return None
+            return self._reject(cand, ctx, f"non-finite {self.config.criterion} score")
         key = f"fit:{cand.name}"
-        rec.timings[key] = rec.timings.get(key, 0.0) + time.perf_counter() - t0
+        ctx.rec.timings[key] = ctx.rec.timings.get(key, 0.0) + time.perf_counter() - t0
         ctx.state.warm[cand.name] = warm_parameters(model)
         return model, config, value
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """One kernel's fit: its Ax ``ModelConfig``, where it starts and whether it is fitted."""
+
+    name: str
+    config: ModelConfig
+    warm: Mapping[str, Tensor] | None
+    refit: bool
+
+
+def _build_and_fit(
+    build_model: ModelBuilder,
+    dataset: SupervisedDataset,
+    digest: SearchSpaceDigest,
+    job: FitJob,
+) -> Model:
+    """The job's model; a warm start that cannot be loaded falls back to a cold fit."""
+    try:
+        return build_model(dataset, digest, job.config, job.warm, job.refit)
+    except RuntimeError:
+        if job.warm is None:
+            raise
+        return build_model(dataset, digest, job.config, None, True)
+
+
+def fit_in_worker(
+    dataset: SupervisedDataset, digest: SearchSpaceDigest, job: FitJob
+) -> tuple[dict[str, Tensor] | None, float, str | None]:
+    """Fit one job with Ax's ``Surrogate._construct_model`` (in a worker process).
+
+    Returns:
+        The fitted model's full state dict (float64, so the parent rebuilds the same
+        model exactly), the seconds the fit took, and an error message or ``None``.
+    """
+    t0 = time.perf_counter()
+    try:
+        model = _build_and_fit(Surrogate()._construct_model, dataset, digest, job)
+    except Exception as e:  # noqa: BLE001 - reported to the parent as a rejection
+        return None, time.perf_counter() - t0, f"{type(e).__name__}: {e}"
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return state, time.perf_counter() - t0, None
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _init_fit_worker() -> None:
+    torch.set_num_threads(1)
+
+
+def fit_pool(workers: int) -> ProcessPoolExecutor:
+    """The process pool of ``workers`` fit workers (one per process, kept for later rounds).
+
+    Workers are spawned (not forked: the parent may hold threads) with one torch thread
+    each; the first round that uses a pool pays their start (importing Ax and torch).
+    """
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_fit_worker,
+        )
+        _POOLS[workers] = pool
+    return pool
+
+
+def _reset_fit_pool() -> None:
+    for pool in _POOLS.values():
+        pool.shutdown(wait=False, cancel_futures=True)
+    _POOLS.clear()
 
 
 __all__ = [
     "GUARD_NAME",
     "Choice",
+    "FitJob",
     "FitStart",
     "FittedKernel",
     "KernelFitter",
     "ModelBuilder",
     "StartRule",
-    "inherit_from_members",
     "candidate_model_config",
+    "fit_in_worker",
+    "fit_pool",
+    "inherit_from_members",
 ]
 
 # renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)

@@ -18,7 +18,13 @@ from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.population import Population, base_candidate, start_candidates
 from ax_kernel_discovery.selection import loo_crps, prior_covariance
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
-from ax_kernel_discovery.surrogate.fitting import FitStart, KernelFitter
+from ax_kernel_discovery.surrogate.fitting import (
+    FitJob,
+    FitStart,
+    KernelFitter,
+    candidate_model_config,
+    fit_in_worker,
+)
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 
@@ -95,3 +101,16 @@ def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
     assert ctx.rec.timings["custom"] == 1.0
     assert KernelFitter(config, build).start_rule is None  # inherit_parameters is off
     assert KernelFitter(config.model_copy(update={"inherit_parameters": True}), build).start_rule
+
+
+def test_a_worker_fit_returns_the_exact_state_or_the_error() -> None:
+    ctx = _context(Population(start_candidates()[:1], size=1))
+    rbf = start_candidates()[0]
+    job = FitJob("RBF", candidate_model_config(rbf, maxiter=20), None, True)
+    state, seconds, error = fit_in_worker(ctx.dataset, ctx.search_space_digest, job)
+    assert error is None and seconds > 0 and state is not None
+    assert all(v.dtype == torch.float64 for v in state.values())  # rebuilt exactly
+    bad = rbf.model_copy(update={"name": "bad", "spec": {"kernel": "nope"}})
+    job = FitJob("bad", candidate_model_config(bad), None, True)
+    state, _, error = fit_in_worker(ctx.dataset, ctx.search_space_digest, job)
+    assert state is None and error is not None and "nope" in error

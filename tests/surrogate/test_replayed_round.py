@@ -34,10 +34,13 @@ EXPECTED = ROOT / "tests" / "data" / "replayed_rounds.json"
 FIXTURES = ("svm__seed0__r3", "rover100__seed1__r3")
 
 
-def round_summary(rr: ModuleType, name: str) -> dict[str, Any]:
-    """What the round of fixture ``name`` decides, replayed with the default configuration."""
+def round_summary(
+    rr: ModuleType, name: str, records: list[Any] | None = None, **settings: Any
+) -> dict[str, Any]:
+    """What the round of fixture ``name`` decides, replayed with the default configuration
+    (and ``settings``)."""
     fixture = rr.Fixture.load(ROOT / "benchmarks" / "results" / "replay" / f"{name}.json")
-    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"]})
+    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **settings})
     surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -47,6 +50,8 @@ def round_summary(rr: ModuleType, name: str) -> dict[str, Any]:
         torch.set_num_threads(threads)
         surrogate.close()
     rec = surrogate.history[-1]
+    if records is not None:
+        records.append(rec)
     pop = surrogate.population
     return {
         "struck": rec.struck,
@@ -77,12 +82,18 @@ def _numbers(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path, value
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize(
+    ("name", "workers"), [(FIXTURES[0], 1), (FIXTURES[1], 1), (FIXTURES[0], 2)]
+)
 def test_a_recorded_round_replays_identically(
-    name: str, benchmark_script: Callable[[str], ModuleType]
+    name: str, workers: int, benchmark_script: Callable[[str], ModuleType]
 ) -> None:
+    # fit_workers=2: the kernels are fitted in worker processes, the choice is the same
     expected = json.loads(EXPECTED.read_text())[name]
-    got = json.loads(json.dumps(round_summary(benchmark_script("replay_rounds"), name)))
+    rr = benchmark_script("replay_rounds")
+    records: list[Any] = []
+    got = json.loads(json.dumps(round_summary(rr, name, records, fit_workers=workers)))
+    assert ("parallel_fit_wall" in records[0].timings) == (workers > 1)
     assert got["chosen"] == expected["chosen"]
     assert got["accepted"], "the round admitted no kernel: nothing was compared"
     assert got["scores"], "the round compared no scores"
