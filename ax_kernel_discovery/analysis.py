@@ -9,11 +9,14 @@ JSON file (``load_surrogate``)::
 
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ax_kernel_discovery.expression import leaves
+from ax_kernel_discovery.library_format import LIBRARY_FORMAT, KernelLibraryError, LibraryKernel
 from ax_kernel_discovery.storage import register_storage
 from ax_kernel_discovery.strategy import surrogate_of
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
@@ -139,3 +142,106 @@ def _origin_of(surrogate: KernelDiscoverySurrogate, name: str | None) -> str:
     if name is None:
         return "none"
     return "base" if ":" not in name and not name.startswith(("llm_", "direct_")) else "dropped"
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_kernels(
+    source: KernelDiscoverySurrogate | Any | str | os.PathLike[str], top: int = 3
+) -> list[LibraryKernel]:
+    """The best members of a kernel-discovery run, best first.
+
+    Args:
+        source: A :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`, an Ax
+            ``Client`` whose strategy holds one, or the path of a ``Client`` saved with
+            ``save_to_json_file`` (a result JSON of ``ax-kernel-discovery run`` also
+            works: its checkpoint is read).
+        top: How many members to export (the population's best scores).
+
+    Returns:
+        Up to ``top`` :class:`LibraryKernel` (members that were never scored are left
+        out), each with its name, formula, origin, score and definition.
+
+    Raises:
+        ValueError: ``top < 1``, no kernel-discovery surrogate in ``source``, or no
+            member has a score yet (no BO round has run).
+    """
+    if top < 1:
+        raise ValueError(f"top must be >= 1, got {top}")
+    surrogate, experiment = _run_surrogate(source)
+    population = surrogate.population
+    population.rank()
+    outcome = next((k for k, p in surrogate.populations.items() if p is population), None)
+    last = next((r for r in reversed(surrogate.history) if r.outcome == outcome), None)
+    members = [m for m in population if m.score is not None][:top]
+    if not members:
+        when = (
+            "criterion='prequential' scores a member by its forecast of the next BO batch: "
+            "export after at least two BO rounds"
+            if surrogate.config.criterion == "prequential"
+            else "export after at least one BO round"
+        )
+        raise ValueError(
+            f"{experiment or 'the surrogate'}: no population member has a score yet ({when})"
+        )
+    return [
+        LibraryKernel.from_candidate(
+            m.candidate,
+            score=m.score,
+            criterion=surrogate.config.criterion,
+            experiment=experiment,
+            dim=last.dim if last is not None else None,
+            n_observations=last.n if last is not None else None,
+        )
+        for m in members
+    ]
+
+
+def _run_surrogate(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
+    """The surrogate held by ``source`` and a label of where it ran."""
+    if isinstance(source, KernelDiscoverySurrogate):
+        return source, None
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {str(path)!r}")
+        checkpoint = _checkpoint_of_result(path)
+        return load_surrogate(checkpoint or path), str(path)
+    experiment = getattr(getattr(source, "_experiment", None), "name", None)
+    return find_surrogate(source), experiment
+
+
+def _checkpoint_of_result(path: Path) -> Path | None:
+    """The Client checkpoint of a runner result JSON, ``None`` for an Ax Client JSON.
+
+    Raises:
+        KernelLibraryError: The file is neither (not JSON, a kernel library, other JSON).
+    """
+    what = (
+        "export reads a run: an Ax Client saved with save_to_json_file, or a result JSON "
+        "of `ax-kernel-discovery run`"
+    )
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise KernelLibraryError(f"{path}: not a JSON file ({e}); {what}") from None
+    if isinstance(data, dict) and data.get("format") == LIBRARY_FORMAT:
+        raise KernelLibraryError(
+            f"{path} is a kernel library, not a run: its kernels are already exported. Use "
+            f"them as they are (--method fixed --kernel {path}:NAME, or "
+            f"KernelDiscoveryConfig(start_kernels={str(path)!r})); {what}"
+        )
+    if not isinstance(data, dict) or not ({"experiment", "checkpoint_path"} & set(data)):
+        raise KernelLibraryError(f"{path} is not a run; {what}")
+    if "checkpoint_path" not in data:
+        return None
+    checkpoint = Path(str(data["checkpoint_path"]))
+    if not checkpoint.is_absolute() and not checkpoint.is_file():
+        checkpoint = path.parent / "checkpoints" / checkpoint.name
+    if not checkpoint.is_file():
+        raise FileNotFoundError(
+            f"{path} is a run result; its Ax checkpoint {str(checkpoint)!r} (which holds the "
+            "population) is missing"
+        )
+    return checkpoint

@@ -20,14 +20,19 @@ from ax.generation_strategy.transition_criterion import (
     MaxTrialsAwaitingData,
     count_trials_toward_threshold,
 )
+from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from pydantic import BaseModel, ConfigDict, Field
 
+from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
+from ax_kernel_discovery.library_format import LibraryKernel, get_kernel, validate_library_kernel
 from ax_kernel_discovery.proposers.from_config import check_llm_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.fitting import candidate_model_config
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code), as keyword
@@ -442,14 +447,99 @@ def kernel_discovery_generation_strategy(
     )
 
 
+# ------------------------------------------------------------- one kernel of a library
+
+
+def model_config_for(
+    kernel: LibraryKernel | KernelCandidate | dict[str, Any] | str,
+    fit_timeout: float | None = None,
+    maxiter: int | None = None,
+) -> ModelConfig:
+    """The Ax ``ModelConfig`` of one kernel, for a user's own ``SurrogateSpec``.
+
+    The kernel is validated first (see :func:`validate_library_kernel`).
+
+    Args:
+        kernel: A library kernel, a candidate, an entry's dict, or ``"kernels.json:NAME"``.
+        fit_timeout: Seconds allowed for each MLL fit (``None``: no limit).
+        maxiter: L-BFGS iterations of each fit (``None``: BoTorch's default).
+
+    Example:
+        >>> spec = SurrogateSpec(model_configs=[model_config_for("kernels.json:SL")])  # doctest: +SKIP
+    """
+    entry = get_kernel(kernel)
+    validate_library_kernel(entry)
+    return candidate_model_config(entry.candidate, fit_timeout, maxiter)
+
+
+def fixed_kernel_generation_strategy(
+    kernel: LibraryKernel | KernelCandidate | dict[str, Any] | str,
+    num_sobol: int = 20,
+    *,
+    seed: int = 0,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
+    num_restarts: int | None = None,
+    raw_samples: int | None = None,
+    sample_around_best: bool | None = None,
+    maxiter: int | None = None,
+    device: str | None = None,
+    acquisition: AcquisitionOptions | None = None,
+) -> GenerationStrategy:
+    """Sobol, then BO with one kernel: a library kernel in any Ax experiment.
+
+    The BO step is Ax's plain ``Surrogate`` with the kernel's single ``ModelConfig``
+    (so no model selection), with the same acquisition settings as every method of the
+    package (:func:`~ax_kernel_discovery.strategy.botorch_step`). The strategy saves
+    and loads with Ax's JSON storage.
+
+    Args:
+        kernel: A library kernel, a candidate, an entry's dict, or ``"kernels.json:NAME"``;
+            validated first (see :func:`validate_library_kernel`).
+        num_sobol: Sobol trials before BO (paper: 20).
+        seed: Seed of the Sobol step.
+        botorch_acqf_class: Acquisition function (default: the acquisition's,
+            ``qLogNoisyExpectedImprovement``).
+        num_restarts: Acquisition optimizer restarts (default: Ax's).
+        raw_samples: Raw samples of the restarts' initialization (default: Ax's).
+        sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
+        maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
+        device: torch device of the BO step (default ``auto``: CUDA when available).
+        acquisition: The acquisition as one
+            :class:`~ax_kernel_discovery.strategy.AcquisitionOptions` (default: Ax's
+            own); the acquisition arguments above that are given override it.
+
+    Returns:
+        A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
+    """
+    check_num_sobol(num_sobol)  # before the kernel's validation
+    entry = get_kernel(kernel)
+    surrogate = Surrogate(surrogate_spec=SurrogateSpec(model_configs=[model_config_for(entry)]))
+    return sobol_then_botorch(
+        surrogate,
+        f"Sobol+fixed:{entry.name}",
+        num_sobol,
+        seed,
+        acquisition=acquisition,
+        botorch_acqf_class=botorch_acqf_class,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        sample_around_best=sample_around_best,
+        maxiter=maxiter,
+        device=device,
+        generator_name=f"Fixed-{entry.name}",
+    )
+
+
 __all__ = [
+    "AcquisitionOptions",
     "PAPER_ACQUISITION",
     "SAMPLE_AROUND_BEST_SIGMA",
-    "AcquisitionOptions",
     "SobolHandOver",
     "botorch_step",
     "check_num_sobol",
+    "fixed_kernel_generation_strategy",
     "kernel_discovery_generation_strategy",
+    "model_config_for",
     "optimizer_options",
     "sobol_step",
     "sobol_then_botorch",

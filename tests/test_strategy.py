@@ -253,8 +253,7 @@ def test_every_method_is_built_by_one_sobol_then_botorch_builder(
         built.append((name, num_sobol, seed, options["generator_name"]))
         return builder(surrogate, name, num_sobol, seed, **options)
 
-    monkeypatch.setattr(strategy, "sobol_then_botorch", spy)
-    monkeypatch.setattr(library, "sobol_then_botorch", spy)
+    monkeypatch.setattr(strategy, "sobol_then_botorch", spy)  # fixed kernels' builder too
     monkeypatch.setattr(baselines, "sobol_then_botorch", spy)
     gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(seed=3), num_sobol=7)
     baselines.get_method("rbf", num_sobol=4, seed=2)
@@ -274,7 +273,9 @@ def test_one_num_sobol_message_before_any_other_work(monkeypatch: pytest.MonkeyP
     def no_validation(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("the kernel was validated before num_sobol was checked")
 
-    monkeypatch.setattr(library, "model_config_for", no_validation)
+    import ax_kernel_discovery.strategy as strategy
+
+    monkeypatch.setattr(strategy, "model_config_for", no_validation)
     message = "num_sobol must be >= 1 (a GP needs data to start from), got 0"
     for build in (
         lambda: kernel_discovery_generation_strategy(num_sobol=0),

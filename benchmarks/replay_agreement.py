@@ -1,0 +1,111 @@
+"""Does a cheaper selection setting choose what the default chooses? On recorded rounds.
+
+For each committed replay fixture (``benchmarks/results/replay``: a recorded round of the
+study's default kd runs, its data and the surrogate's state before it), the round's
+``KernelDiscoverySurrogate.fit`` runs with the default configuration and with the
+variant (``--variant``, JSON fields of ``KernelDiscoveryConfig``), alternating which goes
+first, ``--repeats`` times. Printed per fixture: both choices, the median seconds of each,
+and the new kernels' fit scores (lower is better) where both fitted them; at the end the
+agreement rate, the time ratio and how often the variant's fit score of a new kernel was
+better or worse.
+
+    python benchmarks/replay_agreement.py --variant '{"inherit_parameters": true}'
+    python benchmarks/replay_agreement.py --variant '{"fit_workers": 2}' --out results.json
+
+Under the default prequential criterion a round's choice is made from last round's
+forecasts, before any fit; a setting that changes only the fits (their start, their
+number of steps) can then change a choice only through a fit that fails, and otherwise
+acts on the next rounds, through the new kernels' forecasts. The fit scores of the new
+kernels are the first sign of that. Torch runs single-threaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import replay_rounds as rr  # noqa: E402
+
+from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate  # noqa: E402
+
+REPLAY = Path(__file__).resolve().parent / "results" / "replay"
+
+
+def replay(fixture: Any, settings: dict[str, Any]) -> tuple[float, Any]:
+    """Seconds of the fixture's round with ``settings``, and its record."""
+    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **settings})
+    surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
+    t0 = time.perf_counter()
+    surrogate.fit([fixture.dataset()], fixture.digest())
+    elapsed = time.perf_counter() - t0
+    surrogate.close()
+    return elapsed, surrogate.history[-1]
+
+
+def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """Default against ``variant`` on one fixture (alternating order)."""
+    seconds: dict[str, list[float]] = {"default": [], "variant": []}
+    records: dict[str, Any] = {}
+    for rep in range(repeats):
+        for which in ("default", "variant") if rep % 2 == 0 else ("variant", "default"):
+            elapsed, rec = replay(fixture, {} if which == "default" else variant)
+            seconds[which].append(elapsed)
+            records[which] = rec
+    d, v = records["default"], records["variant"]
+    new = [k for k in d.accepted if k in (d.fit_scores or {}) and k in (v.fit_scores or {})]
+    return {
+        "fixture": fixture.name,
+        "default": d.chosen,
+        "variant": v.chosen,
+        "same": d.chosen == v.chosen,
+        "t_default": statistics.median(seconds["default"]),
+        "t_variant": statistics.median(seconds["variant"]),
+        "new_fit_scores": {k: [d.fit_scores[k], v.fit_scores[k]] for k in new},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--variant", type=json.loads, required=True)
+    parser.add_argument("--fixtures", type=Path, nargs="+", default=sorted(REPLAY.glob("*.json")))
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, threads=1, variant {json.dumps(args.variant)}")
+    print("| fixture | default chose | variant chose | same | default s | variant s |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for path in args.fixtures:
+        row = compare(rr.Fixture.load(path), args.variant, args.repeats)
+        rows.append(row)
+        print(
+            f"| {row['fixture']} | {row['default']} | {row['variant']} | {row['same']} | "
+            f"{row['t_default']:.2f} | {row['t_variant']:.2f} |",
+            flush=True,
+        )
+    same = sum(r["same"] for r in rows)
+    ratio = sum(r["t_variant"] for r in rows) / sum(r["t_default"] for r in rows)
+    pairs = [p for r in rows for p in r["new_fit_scores"].values()]
+    better = sum(v < d for d, v in pairs)
+    worse = sum(v > d for d, v in pairs)
+    print(
+        f"\nagreement {same}/{len(rows)}; time variant/default {ratio:.3f}; new kernels' fit "
+        f"score: variant better {better}, worse {worse}, equal {len(pairs) - better - worse}"
+    )
+    if args.out:
+        args.out.write_text(json.dumps({"variant": args.variant, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
