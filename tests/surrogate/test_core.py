@@ -250,7 +250,7 @@ def test_a_kernel_that_would_fail_on_a_gpu_is_rejected_on_a_cpu_with_its_reason(
     """Issue 21: acceptance must not differ between CPU and GPU runs (meta-device probe)."""
     from ax_kernel_discovery.surrogate import RoundRecord
 
-    corpus = Path(__file__).parent / "kernel_corpus"
+    corpus = Path(__file__).parents[1] / "kernel_corpus"
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
     pop = s._new_population()
     cands = [
