@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS, get_method
+from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
 from ax_kernel_discovery.strategy import AcquisitionOptions
 
@@ -27,8 +29,6 @@ def new_client(cfg: RunConfig, problem: Any) -> Any:
     """
     from ax.api import Client
     from ax.api.configs import RangeParameterConfig
-
-    from ax_kernel_discovery.baselines.methods import get_method
 
     width = len(str(problem.dim - 1))
     client = Client()
@@ -62,12 +62,8 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
     if cfg.device is not None:
         opts["device"] = cfg.device
     if cfg.method in KD_METHODS and cfg.kd_config is not None:
-        from ax_kernel_discovery.config import KernelDiscoveryConfig
-
         defaults: dict[str, Any] = {"seed": cfg.seed}
         if cfg.method == "compositional":
-            from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS
-
             defaults.update(COMPOSITIONAL_DEFAULTS)
         opts["config"] = KernelDiscoveryConfig.model_validate({**defaults, **cfg.kd_config})
     opts.update(cfg.method_options)
@@ -81,8 +77,6 @@ def load_client(cfg: RunConfig) -> Any | None:
         UserInputError: The checkpoint cannot be read, or was made with other settings.
     """
     from ax.api import Client
-
-    import ax_kernel_discovery.baselines  # noqa: F401 - registers the storage of the baselines
 
     path = cfg.checkpoint_path
     if not path.is_file():

@@ -13,6 +13,8 @@ import numpy as np
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.runner.ax_client import load_client, new_client, trial_values
 from ax_kernel_discovery.runner.environment import device_info, package_versions, utc_now
 from ax_kernel_discovery.runner.results import (
@@ -32,6 +34,7 @@ from ax_kernel_discovery.runner.run_config import (
     make_problem,
     make_run_config,
 )
+from ax_kernel_discovery.strategy import surrogate_of
 
 __all__ = ["llm_rounds", "run_experiment"]
 
@@ -92,7 +95,6 @@ def run_experiment(
     if client is None:
         client = new_client(cfg, prob)
     gs = client._generation_strategy
-    from ax_kernel_discovery.baselines.methods import surrogate_of
 
     surrogate = surrogate_of(gs)
 
@@ -252,8 +254,6 @@ def llm_rounds(rounds: list[dict[str, Any]]) -> dict[str, int] | None:
 
 def _resolved_device(cfg: RunConfig) -> str:
     """The torch device the BO step runs on: ``--device``, else kd's config, else ``auto``."""
-    from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
-
     if cfg.device is None and cfg.method in KD_METHODS:
         return KernelDiscoveryConfig.model_validate(cfg.kd_config or {}).resolved_device()
     return resolve_device(cfg.device)
