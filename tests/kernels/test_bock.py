@@ -54,3 +54,20 @@ def test_bock_radius_warp_has_no_flat_edges() -> None:
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)
         (grad,) = torch.autograd.grad(k(x, other).to_dense().sum(), x)
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)
+
+
+def test_setters_round_trip_through_the_raw_parameters() -> None:
+    k = BOCKKernel(ard_num_dims=4, batch_shape=torch.Size([2])).double()
+    k.alpha, k.beta = 0.5, torch.tensor([[2.0], [3.0]], dtype=torch.float64)
+    w = torch.tensor([0.1, 1.0, 4.0], dtype=torch.float64)
+    k.angular_weights = w
+    torch.testing.assert_close(k.alpha, torch.full((2, 1), 0.5, dtype=torch.float64))
+    torch.testing.assert_close(k.beta, torch.tensor([[2.0], [3.0]], dtype=torch.float64))
+    torch.testing.assert_close(k.angular_weights, w.expand(2, 3))
+    for name in ("alpha", "beta", "angular_weights"):
+        raw, constraint = getattr(k, f"raw_{name}"), getattr(k, f"raw_{name}_constraint")
+        torch.testing.assert_close(constraint.transform(raw), getattr(k, name))
+    k.initialize(alpha=2.0)  # GPyTorch's initialize goes through the setter
+    torch.testing.assert_close(k.alpha, torch.full((2, 1), 2.0, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        k.alpha = 20.0  # outside [0.1, 10]
