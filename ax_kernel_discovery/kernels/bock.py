@@ -92,7 +92,7 @@ class BOCKKernel(Kernel):
     def _set_transformed(self, name: str, value: torch.Tensor | float) -> None:
         """Set ``name`` through its raw parameter, as GPyTorch's ``_set_lengthscale``."""
         raw = getattr(self, f"raw_{name}")
-        value = torch.as_tensor(value).to(raw)
+        value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
         constraint = getattr(self, f"raw_{name}_constraint")
         self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
 

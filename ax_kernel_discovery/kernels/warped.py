@@ -111,7 +111,7 @@ class WarpedKernel(InputMapKernel):
 
     def _set_warp_parameter(self, name: str, value: torch.Tensor | float) -> None:
         raw = self._warp_parameter(name)
-        value = torch.as_tensor(value).to(raw)
+        value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
         constraint = getattr(self, f"raw_{name}_constraint")
         self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
 
