@@ -15,10 +15,91 @@ feature maps of :class:`~ax_kernel_discovery.kernels.feature_maps.FeatureMapKern
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterator
+from itertools import chain
 from typing import Any, ClassVar
 
 import torch
 from gpytorch.kernels import Kernel
+
+#: How many mapped inputs an input-map kernel keeps in eval mode (see InputMapKernel).
+MAP_CACHE_SIZE = 4
+
+
+def same_input(x1: torch.Tensor, x2: torch.Tensor) -> bool:
+    """Whether ``x1`` and ``x2`` are the same input: one tensor, or one view taken twice.
+
+    Two differentiable views of one base with the same offset, shape, strides and dtype
+    have the same values and the same gradients, so a map of one serves for the other.
+    GPyTorch's exact prediction evaluates ``K(X*, X*)`` on two such slices of its joint
+    inputs. Equal values alone do not count: ``x`` and ``x.detach()`` differ in gradient.
+    """
+    if x1 is x2:
+        return True
+    base = x1._base
+    return (
+        base is not None
+        and base is x2._base
+        and x1.storage_offset() == x2.storage_offset()
+        and x1.shape == x2.shape
+        and x1.stride() == x2.stride()
+        and x1.dtype == x2.dtype
+        and x1.requires_grad == x2.requires_grad
+        and (x1.grad_fn is None) == (x2.grad_fn is None)
+    )
+
+
+class _MapCache:
+    """The last few ``(input, phi(input))`` pairs of one kernel, for gradient-free use.
+
+    An entry holds a copy of its input (not a reference: an input changed in place, even
+    through ``.data``, must not match) and is looked up by equal shape, dtype, device and
+    values. All entries belong to one state of the map (its parameters and buffers, by
+    value); a lookup under another state empties the cache first. Copies and pickles of
+    the cache are empty.
+    """
+
+    def __init__(self, size: int = MAP_CACHE_SIZE) -> None:
+        self.size = size
+        self.state: list[tuple[str, torch.Tensor]] = []
+        self.entries: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __reduce__(self) -> tuple[type[_MapCache], tuple[int]]:
+        return type(self), (self.size,)
+
+    def clear(self) -> None:
+        self.state, self.entries = [], []
+
+    def _sync(self, state: list[tuple[str, torch.Tensor]]) -> None:
+        """Empty the cache unless ``state`` is the state its entries were mapped with."""
+        same = len(state) == len(self.state) and all(
+            name == old_name
+            and value.shape == old.shape
+            and value.dtype == old.dtype
+            and value.device == old.device
+            and torch.equal(value, old)
+            for (name, value), (old_name, old) in zip(state, self.state, strict=True)
+        )
+        if not same:
+            self.entries = []
+            self.state = [(name, value.detach().clone()) for name, value in state]
+
+    def lookup(self, x: torch.Tensor, state: list[tuple[str, torch.Tensor]]) -> torch.Tensor | None:
+        self._sync(state)
+        for i, (key, value) in enumerate(self.entries):
+            if (
+                key.shape == x.shape
+                and key.dtype == x.dtype
+                and key.device == x.device
+                and torch.equal(key, x)
+            ):
+                self.entries.insert(0, self.entries.pop(i))  # most recently used first
+                return value
+        return None
+
+    def store(self, x: torch.Tensor, mapped: torch.Tensor) -> None:
+        self.entries.insert(0, (x.detach().clone(), mapped))
+        del self.entries[self.size :]
 
 
 class InputMapKernel(Kernel):
@@ -32,6 +113,21 @@ class InputMapKernel(Kernel):
     PSD for any deterministic :math:`\phi` when :math:`k_0` is PSD. A subclass registers
     the map's parameters (with ``batch_shape``) and implements :meth:`phi`; the base
     kernel is built for :math:`D'` inputs with the same batch shape.
+
+    The map is evaluated once per distinct input. Within one call, once where
+    :math:`x` and :math:`x'` are the same input (one tensor, or one view of a tensor
+    taken twice: GPyTorch's training covariance and its ``K(X*, X*)``, see
+    :func:`same_input`). Across calls, in eval mode and where no gradient can flow
+    through the map (under ``torch.no_grad()``, or where neither the input nor the
+    map's parameters require one), copies of the last :data:`MAP_CACHE_SIZE` inputs are
+    kept with their maps, and an input of the same shape and values is not mapped again
+    while the map's own parameters and buffers keep their values (compared by value:
+    setters, ``initialize``, ``load_state_dict`` and ``.data`` all count). BoTorch's
+    acquisition optimizer evaluates its raw samples so, with the training inputs on
+    one side of every cross-covariance. ``train()`` empties the cache; ``eval()``, which
+    BoTorch calls at every posterior, keeps it. Under gradients nothing is kept: there
+    the training rows arrive as new slices of GPyTorch's joint inputs, which require a
+    gradient through :math:`X^*`, and a kept map would drop it.
 
     Args:
         base_kernel: The kernel :math:`k_0` applied to the mapped inputs.
@@ -54,6 +150,7 @@ class InputMapKernel(Kernel):
         super().__init__(**kwargs)
         self.base_kernel = base_kernel
         self.dim = int(dim)
+        self._map_cache = _MapCache()
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -71,7 +168,35 @@ class InputMapKernel(Kernel):
         """The map, ``(..., N, D) -> (..., N, D')`` (batched map parameters broadcast)."""
         raise NotImplementedError
 
+    def train(self, mode: bool = True) -> InputMapKernel:
+        """Set training mode; entering it empties the map cache (``eval()`` keeps it)."""
+        if mode:
+            self._map_cache.clear()
+        return super().train(mode)
+
     def forward(
         self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
     ) -> torch.Tensor:
-        return self.base_kernel.forward(self.phi(x1), self.phi(x2), diag=diag, **params)
+        z1 = self._mapped(x1)
+        z2 = z1 if same_input(x1, x2) else self._mapped(x2)
+        return self.base_kernel.forward(z1, z2, diag=diag, **params)
+
+    def _map_state(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The map's own parameters and buffers (constraint bounds included)."""
+        for name, value in chain(self.named_parameters(), self.named_buffers()):
+            if not name.startswith("base_kernel."):
+                yield name, value
+
+    def _mapped(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`phi` of ``x``, from the cache where no gradient can flow through it."""
+        grad = torch.is_grad_enabled()
+        if self.training or (grad and x.requires_grad):
+            return self.phi(x)
+        state = list(self._map_state())
+        if grad and any(value.requires_grad for _, value in state):
+            return self.phi(x)
+        mapped = self._map_cache.lookup(x, state)
+        if mapped is None:
+            mapped = self.phi(x)
+            self._map_cache.store(x, mapped)
+        return mapped
