@@ -53,8 +53,9 @@ class _MapCache:
     """The last few ``(input, phi(input))`` pairs of one kernel, for gradient-free use.
 
     An entry holds a copy of its input (not a reference: an input changed in place, even
-    through ``.data``, must not match) and is looked up by equal shape, dtype, device and
-    values. All entries belong to one state of the map (its parameters and buffers, by
+    through ``.data``, must not match) and is looked up by equal shape, strides, dtype,
+    device and values (the same memory layout: a map computed on another layout may
+    round differently). All entries belong to one state of the map (its parameters and buffers, by
     value); a lookup under another state empties the cache first. Copies and pickles of
     the cache are empty.
     """
@@ -62,7 +63,7 @@ class _MapCache:
     def __init__(self, size: int = MAP_CACHE_SIZE) -> None:
         self.size = size
         self.state: list[tuple[str, torch.Tensor]] = []
-        self.entries: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.entries: list[tuple[torch.Tensor, tuple[int, ...], torch.Tensor]] = []
 
     def __reduce__(self) -> tuple[type[_MapCache], tuple[int]]:
         return type(self), (self.size,)
@@ -86,9 +87,10 @@ class _MapCache:
 
     def lookup(self, x: torch.Tensor, state: list[tuple[str, torch.Tensor]]) -> torch.Tensor | None:
         self._sync(state)
-        for i, (key, value) in enumerate(self.entries):
+        for i, (key, stride, value) in enumerate(self.entries):
             if (
                 key.shape == x.shape
+                and stride == x.stride()
                 and key.dtype == x.dtype
                 and key.device == x.device
                 and torch.equal(key, x)
@@ -98,7 +100,7 @@ class _MapCache:
         return None
 
     def store(self, x: torch.Tensor, mapped: torch.Tensor) -> None:
-        self.entries.insert(0, (x.detach().clone(), mapped))
+        self.entries.insert(0, (x.detach().clone(), x.stride(), mapped))
         del self.entries[self.size :]
 
 
@@ -114,20 +116,24 @@ class InputMapKernel(Kernel):
     the map's parameters (with ``batch_shape``) and implements :meth:`phi`; the base
     kernel is built for :math:`D'` inputs with the same batch shape.
 
-    The map is evaluated once per distinct input. Within one call, once where
-    :math:`x` and :math:`x'` are the same input (one tensor, or one view of a tensor
-    taken twice: GPyTorch's training covariance and its ``K(X*, X*)``, see
-    :func:`same_input`). Across calls, in eval mode and where no gradient can flow
-    through the map (under ``torch.no_grad()``, or where neither the input nor the
-    map's parameters require one), copies of the last :data:`MAP_CACHE_SIZE` inputs are
-    kept with their maps, and an input of the same shape and values is not mapped again
-    while the map's own parameters and buffers keep their values (compared by value:
-    setters, ``initialize``, ``load_state_dict`` and ``.data`` all count). BoTorch's
-    acquisition optimizer evaluates its raw samples so, with the training inputs on
-    one side of every cross-covariance. ``train()`` empties the cache; ``eval()``, which
-    BoTorch calls at every posterior, keeps it. Under gradients nothing is kept: there
-    the training rows arrive as new slices of GPyTorch's joint inputs, which require a
-    gradient through :math:`X^*`, and a kept map would drop it.
+    Where no gradient can flow through the map (under ``torch.no_grad()``, or where
+    neither the input nor the map's parameters require one), it is evaluated once per
+    distinct input: once where :math:`x` and :math:`x'` are the same input (one tensor,
+    or one view of a tensor taken twice, see :func:`same_input`), and, in eval mode,
+    once per input *value*: copies of the last :data:`MAP_CACHE_SIZE` inputs are kept
+    with their maps, and an input of the same shape, layout and values is not mapped
+    again while the map's own parameters and buffers keep their values (compared by
+    value: setters, ``initialize``, ``load_state_dict`` and ``.data`` all count).
+    BoTorch's acquisition optimizer evaluates its raw samples so, with the training
+    inputs on one side of every cross-covariance. ``train()`` empties the cache;
+    ``eval()``, which BoTorch calls at every posterior, keeps it. The values are those
+    of a fresh evaluation, bit for bit.
+
+    Where a gradient can flow, both sides are mapped, every time: one map for both
+    sides gives the same gradient up to the order of a sum (last-bit differences, which
+    L-BFGS-B turns into other fits and other candidates), and the training rows of a
+    cross-covariance arrive as new slices of GPyTorch's joint inputs, which require a
+    gradient through :math:`X^*` that a kept map would drop.
 
     Args:
         base_kernel: The kernel :math:`k_0` applied to the mapped inputs.
@@ -178,7 +184,8 @@ class InputMapKernel(Kernel):
         self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
     ) -> torch.Tensor:
         z1 = self._mapped(x1)
-        z2 = z1 if same_input(x1, x2) else self._mapped(x2)
+        shared = same_input(x1, x2) and self._gradient_free(x1)
+        z2 = z1 if shared else self._mapped(x2)
         return self.base_kernel.forward(z1, z2, diag=diag, **params)
 
     def _map_state(self) -> Iterator[tuple[str, torch.Tensor]]:
@@ -187,14 +194,18 @@ class InputMapKernel(Kernel):
             if not name.startswith("base_kernel."):
                 yield name, value
 
+    def _gradient_free(self, x: torch.Tensor) -> bool:
+        """Whether no gradient can flow through ``phi(x)`` (to ``x`` or to the map)."""
+        if not torch.is_grad_enabled():
+            return True
+        params = self._parameters.values()
+        return not x.requires_grad and not any(p is not None and p.requires_grad for p in params)
+
     def _mapped(self, x: torch.Tensor) -> torch.Tensor:
-        """:meth:`phi` of ``x``, from the cache where no gradient can flow through it."""
-        grad = torch.is_grad_enabled()
-        if self.training or (grad and x.requires_grad):
+        """:meth:`phi` of ``x``, from the cache in eval mode where no gradient can flow."""
+        if self.training or not self._gradient_free(x):
             return self.phi(x)
         state = list(self._map_state())
-        if grad and any(value.requires_grad for _, value in state):
-            return self.phi(x)
         mapped = self._map_cache.lookup(x, state)
         if mapped is None:
             mapped = self.phi(x)
