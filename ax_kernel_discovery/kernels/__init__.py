@@ -1,6 +1,7 @@
 """GPyTorch kernels of the start population and the baselines (one kernel per module)."""
 
 from ax_kernel_discovery.kernels.bock import BOCKKernel
+from ax_kernel_discovery.kernels.input_map import InputMapKernel
 from ax_kernel_discovery.kernels.linear import CenteredLinearKernel
 from ax_kernel_discovery.kernels.matern52 import DimScaledMatern52Kernel
 from ax_kernel_discovery.kernels.periodic import DimScaledPeriodicKernel
@@ -17,6 +18,7 @@ __all__ = [
     "DimScaledPeriodicKernel",
     "DimScaledRBFKernel",
     "DimScaledRQKernel",
+    "InputMapKernel",
     "SphericalLinearKernel",
     "WarpedKernel",
     "dim_scaled_lengthscale_prior",

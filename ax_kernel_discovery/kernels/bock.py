@@ -64,15 +64,37 @@ class BOCKKernel(Kernel):
 
     @property
     def alpha(self) -> torch.Tensor:
+        """Kumaraswamy shape :math:`\\alpha` of the radius warp, in ``[0.1, 10]``."""
         return self.raw_alpha_constraint.transform(self.raw_alpha)
+
+    @alpha.setter
+    def alpha(self, value: torch.Tensor | float) -> None:
+        self._set_transformed("alpha", value)
 
     @property
     def beta(self) -> torch.Tensor:
+        """Kumaraswamy shape :math:`\\beta` of the radius warp, in ``[0.1, 10]``."""
         return self.raw_beta_constraint.transform(self.raw_beta)
+
+    @beta.setter
+    def beta(self, value: torch.Tensor | float) -> None:
+        self._set_transformed("beta", value)
 
     @property
     def angular_weights(self) -> torch.Tensor:
+        """Positive weights :math:`w_p` of the angular polynomial."""
         return self.raw_angular_weights_constraint.transform(self.raw_angular_weights)
+
+    @angular_weights.setter
+    def angular_weights(self, value: torch.Tensor | float) -> None:
+        self._set_transformed("angular_weights", value)
+
+    def _set_transformed(self, name: str, value: torch.Tensor | float) -> None:
+        """Set ``name`` through its raw parameter, as GPyTorch's ``_set_lengthscale``."""
+        raw = getattr(self, f"raw_{name}")
+        value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
+        constraint = getattr(self, f"raw_{name}_constraint")
+        self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
 
     def _polar(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         z = (2.0 * clamp_unit(x) - 1.0) / sqrt(max(x.size(-1), 1))

@@ -21,11 +21,12 @@ dimension, which the kernels reported as discovered by Yun, Shin et al. use:
 from __future__ import annotations
 
 from math import sqrt
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery.kernels.input_map import InputMapKernel
 from ax_kernel_discovery.kernels.priors import clamp_unit
 
 #: Readable description of each feature map, used in formulas and prompts.
@@ -37,6 +38,9 @@ FEATURE_MAP_FORMULAS: dict[str, str] = {
 
 _EPS = 1e-12
 
+#: Control values of the identity curve :math:`B(u) = u`, where the ``bezier`` map starts.
+IDENTITY_CONTROL: tuple[float, ...] = (0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0)
+
 
 def feature_map_output_dim(feature_map: str, dim: int) -> int:
     """Dimension of the mapped inputs."""
@@ -47,8 +51,13 @@ def feature_map_output_dim(feature_map: str, dim: int) -> int:
     return dim if feature_map == "direction" else 1
 
 
-class FeatureMapKernel(Kernel):
+class FeatureMapKernel(InputMapKernel):
     r"""A base kernel evaluated on a feature map of the inputs, :math:`k_0(\phi(x), \phi(x'))`.
+
+    The ``bezier`` map has one parameter, ``control`` (the curve's four control values,
+    unconstrained: the parameter is its own value). It keeps its state-dict name, so it is
+    a plain :class:`torch.nn.Parameter` rather than a property over a raw parameter: set
+    it with ``initialize(control=...)``.
 
     Args:
         base_kernel: The kernel applied to the features (built for
@@ -64,30 +73,15 @@ class FeatureMapKernel(Kernel):
         torch.Size([3, 3])
     """
 
-    formula: ClassVar[str] = "k(x, x') = k0(phi(x), phi(x'))"
-
     def __init__(self, base_kernel: Kernel, feature_map: str, dim: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         feature_map_output_dim(feature_map, dim)  # validates the name
-        self.base_kernel = base_kernel
+        super().__init__(base_kernel, dim, **kwargs)
         self.feature_map = feature_map
-        self.dim = int(dim)
         if feature_map == "bezier":
-            init = torch.tensor([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0])
             self.register_parameter(
-                "control", torch.nn.Parameter(init.expand(*self._batch_shape, 4).clone())
+                "control", torch.nn.Parameter(torch.zeros(*self._batch_shape, 4))
             )
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        """Batch shape; a map without parameters has none of its own: the base kernel's."""
-        if not self._parameters:
-            return self.base_kernel.batch_shape
-        return torch.broadcast_shapes(self._batch_shape, self.base_kernel.batch_shape)
-
-    @batch_shape.setter
-    def batch_shape(self, value: torch.Size) -> None:
-        self._batch_shape = value
+            self.initialize(control=torch.tensor(IDENTITY_CONTROL))
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """The feature map (inputs clamped to the unit box first)."""
@@ -107,8 +101,3 @@ class FeatureMapKernel(Kernel):
         if self.feature_map == "radius":
             return norm / sqrt(max(self.dim, 1))
         return centred / norm
-
-    def forward(
-        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
-    ) -> torch.Tensor:
-        return self.base_kernel.forward(self.phi(x1), self.phi(x2), diag=diag, **params)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from math import sqrt
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery.kernels.input_map import InputMapKernel
 from ax_kernel_discovery.kernels.priors import clamp_unit
 
 #: The Kumaraswamy warp maps ``[0, 1]`` affinely onto ``[_EPS, 1 - _EPS]`` first.
@@ -47,7 +48,7 @@ def warp_output_dim(warp: str, dim: int) -> int:
     return dim + 1 if warp == "spherical" else dim
 
 
-class WarpedKernel(Kernel):
+class WarpedKernel(InputMapKernel):
     r"""A base kernel evaluated on warped inputs, :math:`k(x, x') = k_0(\phi(x), \phi(x'))`.
 
     Any kernel of a deterministic feature map is PSD when the base kernel is. Warps:
@@ -58,6 +59,11 @@ class WarpedKernel(Kernel):
       of the inputs squeezed onto :math:`[\epsilon, 1 - \epsilon]` (:func:`kumaraswamy_cdf`);
     * ``spherical``: inverse stereographic projection of :math:`c (x - \tfrac12)/\sqrt{D}`
       onto :math:`S^D` (one more coordinate).
+
+    The parameters are ``c`` (``tanh``, ``arctan``: starts at 2; ``spherical``: at 3;
+    positive) and ``a``, ``b`` (``kumaraswamy``: one per dimension in ``[0.2, 5]``,
+    starting at 1, the identity map), each a property over its raw parameter
+    (``raw_c``, ``raw_a``, ``raw_b``) with a setter, as GPyTorch's ``lengthscale``.
 
     Args:
         base_kernel: The kernel applied to the warped inputs (built for
@@ -70,48 +76,71 @@ class WarpedKernel(Kernel):
     Example:
         >>> from ax_kernel_discovery.kernels import DimScaledRBFKernel
         >>> k = WarpedKernel(DimScaledRBFKernel(ard_num_dims=5), warp="tanh", dim=5)
+        >>> k.c = 1.5
         >>> k(torch.rand(4, 5)).shape
         torch.Size([4, 4])
     """
 
-    formula: ClassVar[str] = "k(x, x') = k0(phi(x), phi(x'))"
-
     def __init__(self, base_kernel: Kernel, warp: str, dim: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         warp_output_dim(warp, dim)  # validates the name
-        self.base_kernel = base_kernel
+        super().__init__(base_kernel, dim, **kwargs)
         self.warp = warp
-        self.dim = int(dim)
         batch = self._batch_shape
         if warp in ("tanh", "arctan", "spherical"):
             self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(*batch, 1)))
             self.register_constraint("raw_c", Positive())
-            init = 2.0 if warp != "spherical" else 3.0
-            self.raw_c.data.fill_(
-                float(self.raw_c_constraint.inverse_transform(torch.tensor(init)))
-            )
+            self.c = 2.0 if warp != "spherical" else 3.0
         elif warp == "kumaraswamy":
             self.register_parameter("raw_a", torch.nn.Parameter(torch.zeros(*batch, self.dim)))
             self.register_parameter("raw_b", torch.nn.Parameter(torch.zeros(*batch, self.dim)))
             self.register_constraint("raw_a", Interval(0.2, 5.0))
             self.register_constraint("raw_b", Interval(0.2, 5.0))
             # start at the identity map (a = b = 1)
-            for name in ("raw_a", "raw_b"):
-                constraint = getattr(self, f"{name}_constraint")
-                getattr(self, name).data.fill_(
-                    float(constraint.inverse_transform(torch.tensor(1.0)))
-                )
+            self.a = 1.0
+            self.b = 1.0
+
+    def _warp_parameter(self, name: str) -> torch.nn.Parameter:
+        """The raw parameter ``raw_<name>``, or a clear error naming the warps that have it."""
+        raw = self._parameters.get(f"raw_{name}")
+        if raw is None:
+            owners = "tanh, arctan, spherical" if name == "c" else "kumaraswamy"
+            raise AttributeError(
+                f"the {self.warp!r} warp has no parameter {name!r}; only {owners} warps do"
+            )
+        return raw
+
+    def _set_warp_parameter(self, name: str, value: torch.Tensor | float) -> None:
+        raw = self._warp_parameter(name)
+        value = torch.as_tensor(value, dtype=raw.dtype, device=raw.device)
+        constraint = getattr(self, f"raw_{name}_constraint")
+        self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
 
     @property
-    def batch_shape(self) -> torch.Size:
-        """Batch shape; a map without parameters has none of its own: the base kernel's."""
-        if not self._parameters:
-            return self.base_kernel.batch_shape
-        return torch.broadcast_shapes(self._batch_shape, self.base_kernel.batch_shape)
+    def c(self) -> torch.Tensor:
+        """Steepness ``c > 0`` of the ``tanh``, ``arctan`` and ``spherical`` warps."""
+        return self.raw_c_constraint.transform(self._warp_parameter("c"))
 
-    @batch_shape.setter
-    def batch_shape(self, value: torch.Size) -> None:
-        self._batch_shape = value
+    @c.setter
+    def c(self, value: torch.Tensor | float) -> None:
+        self._set_warp_parameter("c", value)
+
+    @property
+    def a(self) -> torch.Tensor:
+        """Kumaraswamy shape ``a`` per dimension, in ``[0.2, 5]``."""
+        return self.raw_a_constraint.transform(self._warp_parameter("a"))
+
+    @a.setter
+    def a(self, value: torch.Tensor | float) -> None:
+        self._set_warp_parameter("a", value)
+
+    @property
+    def b(self) -> torch.Tensor:
+        """Kumaraswamy shape ``b`` per dimension, in ``[0.2, 5]``."""
+        return self.raw_b_constraint.transform(self._warp_parameter("b"))
+
+    @b.setter
+    def b(self, value: torch.Tensor | float) -> None:
+        self._set_warp_parameter("b", value)
 
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """The input warp, ``(..., N, D) -> (..., N, D')`` (batched warp parameters broadcast)."""
@@ -120,10 +149,8 @@ class WarpedKernel(Kernel):
             return x
         if self.warp == "kumaraswamy":
             # (*batch, D) -> (*batch, 1, D)
-            a = self.raw_a_constraint.transform(self.raw_a).unsqueeze(-2)
-            b = self.raw_b_constraint.transform(self.raw_b).unsqueeze(-2)
-            return kumaraswamy_cdf(x, a, b)
-        c = self.raw_c_constraint.transform(self.raw_c).unsqueeze(-1)  # (*batch, 1, 1)
+            return kumaraswamy_cdf(x, self.a.unsqueeze(-2), self.b.unsqueeze(-2))
+        c = self.c.unsqueeze(-1)  # (*batch, 1, 1)
         if self.warp == "tanh":
             return torch.tanh(c * (x - 0.5))
         if self.warp == "arctan":
@@ -131,8 +158,3 @@ class WarpedKernel(Kernel):
         u = c * (x - 0.5) / sqrt(max(self.dim, 1))
         sq = u.pow(2).sum(-1, keepdim=True)
         return torch.cat([2.0 * u / (1.0 + sq), (sq - 1.0) / (sq + 1.0)], dim=-1)
-
-    def forward(
-        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
-    ) -> torch.Tensor:
-        return self.base_kernel.forward(self.phi(x1), self.phi(x2), diag=diag, **params)

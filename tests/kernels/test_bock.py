@@ -45,8 +45,7 @@ def test_bock_radius_warp_has_no_flat_edges() -> None:
     slope, as in the Kumaraswamy input warp.
     """
     k = BOCKKernel(ard_num_dims=3).double()
-    k.raw_alpha.data.fill_(float(k.raw_alpha_constraint.inverse_transform(torch.tensor(0.3))))
-    k.raw_beta.data.fill_(float(k.raw_beta_constraint.inverse_transform(torch.tensor(0.3))))
+    k.alpha = k.beta = 0.3
     other = torch.tensor([[0.3, 0.6, 0.4]], dtype=torch.float64)
     for corner in ([1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0 - 1e-8]):
         x = torch.tensor([corner], dtype=torch.float64, requires_grad=True)
@@ -54,3 +53,23 @@ def test_bock_radius_warp_has_no_flat_edges() -> None:
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)
         (grad,) = torch.autograd.grad(k(x, other).to_dense().sum(), x)
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0, (corner, grad)
+
+
+def test_setters_round_trip_through_the_raw_parameters() -> None:
+    k = BOCKKernel(ard_num_dims=4, batch_shape=torch.Size([2])).double()
+    k.alpha, k.beta = 0.3, torch.tensor([[2.0], [3.0]], dtype=torch.float64)
+    w = torch.tensor([0.1, 1.0, 4.0], dtype=torch.float64)
+    k.angular_weights = w
+    # a Python float is taken at the kernel's precision
+    torch.testing.assert_close(
+        k.alpha, torch.full((2, 1), 0.3, dtype=torch.float64), rtol=1e-15, atol=0
+    )
+    torch.testing.assert_close(k.beta, torch.tensor([[2.0], [3.0]], dtype=torch.float64))
+    torch.testing.assert_close(k.angular_weights, w.expand(2, 3))
+    for name in ("alpha", "beta", "angular_weights"):
+        raw, constraint = getattr(k, f"raw_{name}"), getattr(k, f"raw_{name}_constraint")
+        torch.testing.assert_close(constraint.transform(raw), getattr(k, name))
+    k.initialize(alpha=2.0)  # GPyTorch's initialize goes through the setter
+    torch.testing.assert_close(k.alpha, torch.full((2, 1), 2.0, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        k.alpha = 20.0  # outside [0.1, 10]

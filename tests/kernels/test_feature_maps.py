@@ -36,3 +36,36 @@ class TestFeatureMapKernelRadius(_FeatureMapContract, KernelContractMixin, unitt
 
 class TestFeatureMapKernelDirection(_FeatureMapContract, KernelContractMixin, unittest.TestCase):
     feature_map = "direction"
+
+
+def _feature_map(name: str, dim: int = 4, **kwargs: Any) -> FeatureMapKernel:
+    base = DimScaledMatern52Kernel(ard_num_dims=feature_map_output_dim(name, dim), **kwargs)
+    return FeatureMapKernel(base, name, dim=dim, **kwargs).double()
+
+
+def test_feature_maps_match_their_formulas() -> None:
+    x = torch.rand(6, 4, dtype=torch.float64)
+    centred = x - 0.5
+    norm = centred.norm(dim=-1, keepdim=True)
+    torch.testing.assert_close(_feature_map("radius").phi(x), norm / 2.0, rtol=0, atol=1e-15)
+    torch.testing.assert_close(_feature_map("direction").phi(x), centred / norm)
+    bezier = _feature_map("bezier")  # starts at the identity curve: t(x) = mean of x
+    torch.testing.assert_close(bezier.phi(x), x.mean(-1, keepdim=True))
+    w = torch.tensor([0.2, -0.1, 0.9, 0.4], dtype=torch.float64)
+    bezier.initialize(control=w)
+    torch.testing.assert_close(bezier.control, w)
+    curve = (
+        w[0] * (1 - x) ** 3 + 3 * w[1] * x * (1 - x) ** 2 + 3 * w[2] * x**2 * (1 - x) + w[3] * x**3
+    )
+    torch.testing.assert_close(bezier.phi(x), curve.mean(-1, keepdim=True))
+    y = torch.rand(3, 4, dtype=torch.float64)
+    expected = bezier.base_kernel(bezier.phi(x), bezier.phi(y)).to_dense()
+    torch.testing.assert_close(bezier(x, y).to_dense(), expected, rtol=0, atol=1e-15)
+
+
+def test_bezier_control_keeps_its_state_dict_name() -> None:
+    """Saved runs and the committed replay fixtures load ``control``."""
+    kernel = _feature_map("bezier", batch_shape=torch.Size([2]))
+    assert {k for k in kernel.state_dict() if not k.startswith("base_kernel.")} == {"control"}
+    assert kernel.control.shape == (2, 4)
+    assert not {k for k in _feature_map("radius").state_dict() if not k.startswith("base_")}

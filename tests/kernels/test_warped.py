@@ -6,6 +6,7 @@ import math
 import unittest
 from typing import Any
 
+import pytest
 import torch
 
 from ax_kernel_discovery.kernels import DimScaledMatern52Kernel, WarpedKernel
@@ -91,11 +92,77 @@ def test_kumaraswamy_warp_has_no_flat_edges() -> None:
     for a, b in ((0.2, 0.2), (0.2, 5.0), (5.0, 0.2), (5.0, 5.0), (0.5, 3.0)):
         kuma = WarpedKernel(DimScaledMatern52Kernel(ard_num_dims=1), "kumaraswamy", dim=1)
         kuma = kuma.double()
-        for name, value in (("raw_a", a), ("raw_b", b)):
-            constraint = getattr(kuma, f"{name}_constraint")
-            getattr(kuma, name).data.fill_(float(constraint.inverse_transform(torch.tensor(value))))
+        # in single precision 0.2 and 5 lie a hair inside the bounds (at them raw = -inf, inf)
+        kuma.a, kuma.b = torch.tensor(a), torch.tensor(b)
         xs = x.clone().unsqueeze(-1).requires_grad_(True)
         phi = kuma.phi(xs)
         (grad,) = torch.autograd.grad(phi.sum(), xs)
         assert torch.isfinite(grad).all() and (grad > 0).all(), (a, b, grad.flatten())
         assert (phi >= 0).all() and (phi <= 1).all()
+
+
+def _warped(warp: str, dim: int = 4, **kwargs: Any) -> WarpedKernel:
+    base = DimScaledMatern52Kernel(ard_num_dims=warp_output_dim(warp, dim), **kwargs)
+    return WarpedKernel(base, warp, dim=dim, **kwargs).double()
+
+
+@pytest.mark.parametrize(("warp", "start"), [("tanh", 2.0), ("arctan", 2.0), ("spherical", 3.0)])
+def test_c_setter_round_trips_through_raw_c(warp: str, start: float) -> None:
+    kernel = _warped(warp)
+    torch.testing.assert_close(kernel.c, torch.full((1,), start, dtype=torch.float64))
+    kernel.c = 0.7  # a Python float is taken at the kernel's precision
+    torch.testing.assert_close(
+        kernel.c, torch.full((1,), 0.7, dtype=torch.float64), rtol=1e-15, atol=0
+    )
+    constraint = kernel.raw_c_constraint
+    torch.testing.assert_close(kernel.raw_c, constraint.inverse_transform(kernel.c))
+    # GPyTorch's initialize goes through the setter
+    kernel.initialize(c=torch.tensor(1.3, dtype=torch.float64))
+    torch.testing.assert_close(kernel.c, torch.full((1,), 1.3, dtype=torch.float64))
+    x = torch.rand(5, 4, dtype=torch.float64)
+    u = 1.3 * (x - 0.5)
+    expected = {"tanh": torch.tanh(u), "arctan": torch.atan(u)}.get(warp)
+    if expected is not None:  # the spherical map is checked in test_warps_match_their_formulas
+        torch.testing.assert_close(kernel.phi(x), expected, rtol=0, atol=1e-14)
+
+
+def test_kumaraswamy_setters_take_one_value_per_dimension() -> None:
+    kernel = _warped("kumaraswamy", batch_shape=torch.Size([2]))
+    ones = torch.ones(2, 4, dtype=torch.float64)
+    torch.testing.assert_close(kernel.a, ones)
+    torch.testing.assert_close(kernel.b, ones)
+    a = torch.tensor([0.3, 1.0, 2.0, 4.5], dtype=torch.float64)
+    kernel.a, kernel.b = a, 2.5
+    torch.testing.assert_close(kernel.a, a.expand(2, 4))
+    torch.testing.assert_close(kernel.b, torch.full((2, 4), 2.5, dtype=torch.float64))
+    x = torch.rand(2, 6, 4, dtype=torch.float64)
+    u = x * (1 - 2e-6) + 1e-6
+    torch.testing.assert_close(kernel.phi(x), 1 - (1 - u.pow(a)).pow(2.5), rtol=0, atol=1e-15)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        kernel.a = 7.0  # outside [0.2, 5]
+
+
+def test_setting_a_parameter_the_warp_lacks_names_the_warps_that_have_it() -> None:
+    with pytest.raises(AttributeError, match="'kumaraswamy' warp has no parameter 'c'"):
+        _warped("kumaraswamy").c = 1.0
+    with pytest.raises(AttributeError, match="only kumaraswamy warps do"):
+        _warped("tanh").a = 1.0
+
+
+@pytest.mark.parametrize(
+    ("warp", "names"),
+    [
+        ("identity", set()),
+        ("tanh", {"raw_c", "raw_c_constraint.lower_bound", "raw_c_constraint.upper_bound"}),
+        (
+            "kumaraswamy",
+            {"raw_a", "raw_b"}
+            | {f"raw_{p}_constraint.{b}" for p in "ab" for b in ("lower_bound", "upper_bound")},
+        ),
+    ],
+)
+def test_state_dict_keys_are_those_of_saved_runs(warp: str, names: set[str]) -> None:
+    """Saved runs and the committed replay fixtures load these names."""
+    keys = set(_warped(warp).state_dict())
+    assert {k for k in keys if not k.startswith("base_kernel.")} == names
+    assert "base_kernel.raw_lengthscale" in keys
