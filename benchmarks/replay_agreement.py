@@ -22,11 +22,9 @@ kernels are the first sign of that. Torch runs single-threaded.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replay_rounds as rr  # noqa: E402
 
-from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate  # noqa: E402
-
 REPLAY = Path(__file__).resolve().parent / "results" / "replay"
-
-
-def replay(fixture: Any, settings: dict[str, Any]) -> tuple[float, Any]:
-    """Seconds of the fixture's round with ``settings``, and its record."""
-    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **settings})
-    surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
-    t0 = time.perf_counter()
-    surrogate.fit([fixture.dataset()], fixture.digest())
-    elapsed = time.perf_counter() - t0
-    surrogate.close()
-    return elapsed, surrogate.history[-1]
 
 
 def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, Any]:
@@ -58,7 +43,7 @@ def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, An
     records: dict[str, Any] = {}
     for rep in range(repeats):
         for which in ("default", "variant") if rep % 2 == 0 else ("variant", "default"):
-            elapsed, rec = replay(fixture, {} if which == "default" else variant)
+            elapsed, rec = rr.replay_fit(fixture, {} if which == "default" else variant)
             seconds[which].append(elapsed)
             records[which] = rec
     d, v = records["default"], records["variant"]

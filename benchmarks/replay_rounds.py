@@ -295,7 +295,12 @@ def _chosen(
 # --- timing ---------------------------------------------------------------------------------
 
 
-def _fit_kd(fixture: Fixture, config: dict[str, Any] | str) -> tuple[float, str | None]:
+def replay_fit(fixture: Fixture, config: dict[str, Any] | str) -> tuple[float, Any]:
+    """Seconds of kd's fit + selection of the fixture's round, and the round's record.
+
+    ``config``: fields of ``KernelDiscoveryConfig`` over the defaults, or ``"run"`` for
+    the configuration the run was made with.
+    """
     if config == "run":  # the configuration the run was made with
         config = fixture.data["kd_config"] or {}
     assert isinstance(config, dict)
@@ -305,7 +310,12 @@ def _fit_kd(fixture: Fixture, config: dict[str, Any] | str) -> tuple[float, str 
     surrogate.fit([fixture.dataset()], fixture.digest())
     elapsed = time.perf_counter() - t0
     surrogate.close()
-    return elapsed, surrogate.history[-1].chosen if surrogate.history else None
+    return elapsed, surrogate.history[-1] if surrogate.history else None
+
+
+def _fit_kd(fixture: Fixture, config: dict[str, Any] | str) -> tuple[float, str | None]:
+    elapsed, rec = replay_fit(fixture, config)
+    return elapsed, rec.chosen if rec is not None else None
 
 
 def _fit_ax(fixture: Fixture) -> tuple[float, dict[str, torch.Tensor]]:

@@ -216,3 +216,18 @@ def test_fixtures_are_checked_against_the_study_and_limited_per_problem(
         rr.select_fixtures(fixtures[:1], tmp_path)
     with pytest.raises(SystemExit, match="--rounds must be at least 1"):
         rr.select_fixtures(fixtures, rounds=0)
+
+
+def test_replay_agreement_compares_a_setting_with_the_default_on_a_recorded_round(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    agreement = benchmark_script("replay_agreement")
+    fixture = rr.Fixture.load(REPLAY / "svm__seed0__r3.json")
+    row = agreement.compare(fixture, {"fit_maxiter": 1}, repeats=1)
+    assert row["default"] == "off_r1_1:(rbf+poly2@tanh)"  # the run's own choice
+    assert row["t_default"] > 0 and row["t_variant"] > 0
+    # one L-BFGS step instead of 50: the new kernels' fits are worse, the choice (made
+    # from last round's forecasts under the prequential criterion) is not
+    assert row["same"] and row["new_fit_scores"]
+    assert all(variant != default for default, variant in row["new_fit_scores"].values())
