@@ -88,7 +88,7 @@ class CandidateAdmission:
                     )
                 )
                 continue
-            build = _BuildOnce(cand.build)  # a tree is built once for every check
+            build = _BuildOnce(cand.build)  # built once for every check in this process
             result = validate_candidate(
                 cand, dim, factory=build, fit_timeout=self.config.fit_timeout, device=device
             )
@@ -102,14 +102,12 @@ class CandidateAdmission:
                     )
                 )
                 continue
-            built = build.kernel if cand.code is None else None
-            memory = self.memory_rejection(cand, dim, n, built)
+            memory = self.memory_rejection(cand, dim, n, build)
             if memory is not None:
                 rec.rejected.append(memory)
                 continue
             try:
-                kernel = built if built is not None else cand.build(dim)
-                sig = gram_signature(kernel.to(device=device, dtype=torch.float64), points)
+                sig = gram_signature(build(dim).to(device=device, dtype=torch.float64), points)
             except Exception as e:  # noqa: BLE001
                 rec.rejected.append(
                     Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")
@@ -142,22 +140,24 @@ class CandidateAdmission:
         return accepted
 
     def memory_rejection(
-        self, cand: KernelCandidate, dim: int, n: int, kernel: Kernel | None = None
+        self,
+        cand: KernelCandidate,
+        dim: int,
+        n: int,
+        build: Callable[[int], Kernel] | None = None,
     ) -> Rejection | None:
         """A rejection when the kernel's largest intermediate would pass the memory limit.
 
         Measured by :func:`~ax_kernel_discovery.memory.probe_kernel_memory` at the run's
         ``D``, extrapolated to ``max(2 n, memory_probe_n)`` points (room for the run to grow),
-        on ``kernel`` (``cand`` already built) or a fresh build.
+        on the kernel ``build`` gives (default: a fresh ``cand.build``).
         """
         limit = self.config.max_kernel_memory_gb
         if limit is None:
             return None
         n_probe = max(2 * n, self.config.memory_probe_n)
         try:
-            probe = probe_kernel_memory(
-                kernel if kernel is not None else cand.build(dim), dim, n_probe
-            )
+            probe = probe_kernel_memory((build or cand.build)(dim), dim, n_probe)
         except Exception as e:  # noqa: BLE001 - the validator already ran it; be safe
             return Rejection(name=cand.name, stage="memory", reason=f"probe failed: {e!r}"[:300])
         if probe.predicted_bytes <= limit * 1e9:
@@ -182,19 +182,19 @@ class _BuildOnce:
 
     def __init__(self, build: Callable[[int], Kernel]) -> None:
         self._build = build
-        self.kernel: Kernel | None = None
+        self._kernel: Kernel | None = None
         self._error: Exception | None = None
 
     def __call__(self, dim: int) -> Kernel:
-        if self.kernel is None and self._error is None:
+        if self._kernel is None and self._error is None:
             try:
-                self.kernel = self._build(dim)
+                self._kernel = self._build(dim)
             except Exception as e:  # noqa: BLE001 - re-raised to every caller
                 self._error = e
         if self._error is not None:
             raise self._error
-        assert self.kernel is not None
-        return self.kernel
+        assert self._kernel is not None
+        return self._kernel
 
 
 __all__ = ["CandidateAdmission"]

@@ -567,6 +567,7 @@ class KernelFitter:
             except Exception as e:  # noqa: BLE001
                 out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}"))
                 continue
+            # "fit:" counts the worker's fit and this rebuild, as a serial fit counts both
             out.append(self._score(cand, ctx, model, job.config, t1 - seconds))
         ctx.rec.timings["parallel_fit_wall"] = time.perf_counter() - t0
         return out
