@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         rec = surrogate.history[-1]
         print(
             f"round {rec.round}  n={rec.n:3d}  chose {short(rec.chosen, 30):<30s}  "
-            f"{criterion} {rec.chosen_score:.4f}  kept {len(rec.population):2d}  "
+            f"{criterion} {number(rec.chosen_score)}  kept {len(rec.population):2d}  "
             f"new {len(rec.accepted)}/{len(rec.proposed)}  best {best():.4f}  "
             f"{time.perf_counter() - t0:3.0f}s"
         )
@@ -103,9 +103,15 @@ def main(argv: list[str] | None = None) -> None:
     members = list(surrogate.population)
     print(f"population, best {min(5, len(members))} of {len(members)} ({criterion}, origin, name):")
     for m in members[:5]:
-        print(f"  {m.score:7.4f}  {m.origin:8s}  {short(m.name, 60)}")
+        print(f"  {number(m.score):>7s}  {m.origin:8s}  {short(m.name, 60)}")
     top = surrogate.population.best()
     print(f"best kernel {top.name}:\n  {short(top.formula, 220)}")
+
+
+def number(value: float | None) -> str:
+    """A score to 4 decimals; ``-`` where there is none (Ax's default model chosen in the
+    guard round, or a new kernel that has not forecast a batch yet)."""
+    return "-" if value is None else f"{value:.4f}"
 
 
 def short(text: str | None, width: int) -> str:
