@@ -60,8 +60,8 @@ print(
 )
 surrogate = surrogate_of(strategy)
 for record in surrogate.history:
-    print(
-        f"round {record.round}: n={record.n}, chose {record.chosen} (score {record.chosen_score:.4f})"
-    )
+    # the first BO round uses Ax's default model (chosen "AxDefault"): it has no score
+    score = "-" if record.chosen_score is None else f"{record.chosen_score:.4f}"
+    print(f"round {record.round}: n={record.n}, chose {record.chosen} (score {score})")
 print("best kernel now:", surrogate.population.best().formula)
 client.save_to_json_file("own_function_experiment.json")  # reload with Client.load_from_json_file

@@ -24,3 +24,16 @@ def test_the_quickstart_prints_every_round_the_guard_round_included(
     # the first BO round hands the acquisition Ax's default model: no score to print
     assert "chose AxDefault" in rounds[0] and "PREQUENTIAL -  " in rounds[0]
     assert "best value" in out and "best kernel" in out
+
+
+@pytest.mark.slow
+def test_own_function_runs_and_prints_the_guard_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import runpy
+
+    monkeypatch.chdir(tmp_path)  # the example saves its experiment in the working folder
+    runpy.run_path(str(ROOT / "examples" / "own_function.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "round 0: n=8, chose AxDefault (score -)" in out
+    assert (tmp_path / "own_function_experiment.json").is_file()
