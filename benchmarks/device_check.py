@@ -25,6 +25,7 @@ from ax_kernel_discovery import (
     surrogate_of,
 )
 from ax_kernel_discovery.benchmarks import Ackley
+from ax_kernel_discovery.runner.report import format_value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         if r:
             rec = surrogate.history[-1]
             print(
-                f"round {rec.round}: chose {rec.chosen} ({rec.chosen_score:.4f}); {len(rec.scores)} kernels scored; "
+                f"round {rec.round}: chose {rec.chosen} ({format_value(rec.chosen_score)}); "
+                f"{len(rec.scores)} kernels scored; "
                 f"selection {rec.timings['total']:.1f}s, round {time.perf_counter() - t0:.1f}s"
             )
     model = surrogate.model

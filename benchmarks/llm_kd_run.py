@@ -36,6 +36,7 @@ from ax_kernel_discovery import (
     surrogate_of,
 )
 from ax_kernel_discovery.benchmarks import Branin
+from ax_kernel_discovery.runner.report import format_value
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
         for rej in rec.rejected:
             print(f"  rejected {rej.name} [{rej.stage}]: {rej.reason[:160]}")
         print(
-            f"  chose {rec.chosen} ({rec.chosen_score:.4f}); LLM usage {rec.proposer_usage}",
+            f"  chose {rec.chosen} ({format_value(rec.chosen_score)}); "
+            f"LLM usage {rec.proposer_usage}",
             flush=True,
         )
     # every LLM kernel: validated ones (proposed) plus those rejected before validation

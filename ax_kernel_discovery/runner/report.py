@@ -158,8 +158,8 @@ def rank_table(
     return RankTable(meths, probs, labels, minimize, cells, ranks, average)
 
 
-def format_value(value: float, scale: float | None = None) -> str:
-    """Four significant digits of ``scale`` (default: the value itself)."""
+def format_value(value: float | None, scale: float | None = None) -> str:
+    """Four significant digits of ``scale`` (default: the value itself); ``n/a`` for none."""
     if value is None or not math.isfinite(value):
         return "n/a"
     ref = abs(scale if scale is not None else value)
