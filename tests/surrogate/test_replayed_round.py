@@ -9,8 +9,15 @@ what the round decided with what the code before the redesign decided
 ``python tests/surrogate/test_replayed_round.py --record``).
 
 Compared: the struck and chosen kernel, the proposed, accepted, rejected (with stage) and
-dropped kernels, the population after the round, every score the choice compared, every
-fit score, and each member's held-out forecast losses; numbers to 1e-10.
+dropped kernels, the population after the round, every score the choice compared and each
+member's held-out forecast losses, numbers to 1e-10; and every fit score, to 10%.
+
+The fit scores are the one part that is not exact arithmetic on the saved state: each is
+the end of an L-BFGS-B fit, and last-bit differences between CPUs (torch dispatches other
+vector kernels by CPU feature, and BLAS by vendor) move a fit to a nearby optimum. Between
+the machine that recorded the file and another, they differed by up to 4% (and the
+choice, made from the held-out forecasts, not at all); within one machine they replay to
+1e-10.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "data" / "replayed_rounds.json"
 #: Two cheap rounds with held-out scoring, a proposal and a strike decision.
 FIXTURES = ("svm__seed0__r3", "rover100__seed1__r3")
+#: Fit scores end an L-BFGS-B fit: across machines they move (see the module docstring).
+FIT_SCORE_TOLERANCE = 0.1
 
 
 def round_summary(
@@ -102,7 +111,8 @@ def test_a_recorded_round_replays_identically(
     assert have.keys() == want.keys()
     for key, value in want.items():
         if isinstance(value, float):
-            assert have[key] == pytest.approx(value, rel=1e-10, abs=1e-10), key
+            tolerance = FIT_SCORE_TOLERANCE if key.startswith(".fit_scores.") else 1e-10
+            assert have[key] == pytest.approx(value, rel=tolerance, abs=1e-10), key
         else:
             assert have[key] == value, key
 
