@@ -1,0 +1,79 @@
+"""KernelDiscoveryAcquisition: Ax's acquisition, without BoTorch's empty fixed-feature pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.acquisition import Acquisition
+from ax.generators.torch.botorch_modular.surrogate import Surrogate
+from ax.generators.torch_base import TorchOptConfig
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.generation import gen as botorch_gen
+from botorch.utils.datasets import SupervisedDataset
+
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+
+DIM = 40
+
+
+def _fitted_surrogate() -> tuple[Surrogate, SearchSpaceDigest]:
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(16, DIM, generator=g, dtype=torch.float64)
+    Y = ((X[:, :3] - 0.3) ** 2).sum(-1, keepdim=True)
+    Y = (Y - Y.mean()) / Y.std()
+    names = [f"x{i}" for i in range(DIM)]
+    dataset = SupervisedDataset(X=X, Y=Y, feature_names=names, outcome_names=["f"])
+    digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
+    surrogate = Surrogate()
+    surrogate.fit([dataset], digest)
+    return surrogate, digest
+
+
+def _optimize(
+    cls: type[Acquisition], monkeypatch: pytest.MonkeyPatch, fixed: dict[int, float] | None
+) -> tuple[torch.Tensor, list[Any]]:
+    """Candidates of a q = 2 qLogNEI optimization, and the fixed features each
+    evaluation's ``fix_features`` was handed."""
+    handed: list[Any] = []
+    original = botorch_gen.fix_features
+
+    def spy(X: torch.Tensor, fixed_features: Any = None, **kwargs: Any) -> torch.Tensor:
+        handed.append(fixed_features)
+        return original(X, fixed_features, **kwargs)
+
+    monkeypatch.setattr(botorch_gen, "fix_features", spy)
+    torch.manual_seed(0)  # the baseline's pruning and the optimizer draw random numbers
+    surrogate, digest = _fitted_surrogate()
+    acquisition = cls(
+        surrogate=surrogate,
+        search_space_digest=digest,
+        torch_opt_config=TorchOptConfig(objective_weights=torch.tensor([[-1.0]])),
+        botorch_acqf_class=qLogNoisyExpectedImprovement,
+    )
+    candidates, _, _ = acquisition.optimize(
+        n=2,
+        search_space_digest=digest,
+        fixed_features=fixed,
+        optimizer_options={"num_restarts": 2, "raw_samples": 32, "options": {"maxiter": 20}},
+    )
+    monkeypatch.setattr(botorch_gen, "fix_features", original)
+    return candidates, handed
+
+
+def test_the_same_candidates_without_the_per_column_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    ours, ours_handed = _optimize(KernelDiscoveryAcquisition, monkeypatch, None)
+    axs, ax_handed = _optimize(Acquisition, monkeypatch, None)
+    # BoTorch 0.18 hands the evaluations {} (a copy of every column each time) ...
+    assert ax_handed and all(h == {} for h in ax_handed)
+    # ... ours hands them None: no copy, and the optimization ends at the same points
+    assert ours_handed and all(h is None for h in ours_handed)
+    assert torch.equal(ours, axs)
+
+
+def test_fixed_features_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    candidates, handed = _optimize(KernelDiscoveryAcquisition, monkeypatch, {3: 0.25})
+    assert any(h for h in handed)  # Ax's own path: fix_features gets the fixed feature
+    assert torch.all(candidates[:, 3] == 0.25)
