@@ -28,13 +28,13 @@ from ax.generators.torch.botorch_modular.acquisition import Acquisition, determi
 from ax.generators.utils import mk_discrete_choices
 from botorch.acquisition import AcquisitionFunction
 from botorch.generation.gen import gen_candidates_scipy
+from botorch.generation.sampling import SamplingStrategy
 from torch import Tensor
 
 
 def gen_candidates_scipy_unfixed(
     initial_conditions: Tensor,
     acquisition_function: AcquisitionFunction,
-    *args: Any,
     fixed_features: dict[int, Any] | None = None,
     **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
@@ -43,7 +43,6 @@ def gen_candidates_scipy_unfixed(
     Args:
         initial_conditions: Starting points of the optimization (``b x q x d``).
         acquisition_function: The acquisition function to maximize.
-        *args: Passed to ``gen_candidates_scipy``.
         fixed_features: ``{feature index: value}``; an empty mapping becomes ``None``,
             which skips ``fix_features`` (a per-column copy of the input at every
             evaluation; see the module docstring).
@@ -53,11 +52,7 @@ def gen_candidates_scipy_unfixed(
         The candidates and their acquisition values, as ``gen_candidates_scipy`` returns.
     """
     return gen_candidates_scipy(
-        initial_conditions,
-        acquisition_function,
-        *args,
-        fixed_features=fixed_features or None,
-        **kwargs,
+        initial_conditions, acquisition_function, fixed_features=fixed_features or None, **kwargs
     )
 
 
@@ -87,7 +82,8 @@ class KernelDiscoveryAcquisition(Acquisition):
         fixed_features: dict[int, float] | None = None,
         rounding_func: Callable[[Tensor], Tensor] | None = None,
         optimizer_options: dict[str, Any] | None = None,
-        **kwargs: Any,
+        candidate_set: Tensor | None = None,
+        sampling_strategy: SamplingStrategy | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Ax's ``optimize``; a continuous search with no fixed feature generates its
         candidates with :func:`gen_candidates_scipy_unfixed` (unless
@@ -109,7 +105,8 @@ class KernelDiscoveryAcquisition(Acquisition):
             fixed_features=fixed_features,
             rounding_func=rounding_func,
             optimizer_options=options,
-            **kwargs,
+            candidate_set=candidate_set,
+            sampling_strategy=sampling_strategy,
         )
 
 
