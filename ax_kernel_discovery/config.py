@@ -237,6 +237,17 @@ class KernelDiscoveryConfig(BaseModel):
         "a GPU fits in this process). The fits and so the choices are the same as with 1; with "
         "a start rule (inherit_parameters, compositional search) the round fits in this process.",
     )
+    background_fits: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Under criterion='prequential' the round's choice is made from last "
+        "round's forecasts, before this round's fits: fit the chosen kernel at once and the "
+        "round's other kernels in a worker process while Ax optimizes the acquisition (the "
+        "round ends when both are done; a round that needs its fits to choose, or that "
+        "halves, fits in this process). The choices, scores and saved state are those of "
+        "fits in this process. auto: on for a CPU run that may use 2 or more cores; on: on "
+        "any CPU run; off: never (a run on a GPU, or with fit_workers > 1, fits its kernels "
+        "before the acquisition).",
+    )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
     )

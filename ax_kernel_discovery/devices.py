@@ -9,9 +9,25 @@ checks its ``device`` with :func:`check_device_name`; validation runs on the dev
 
 from __future__ import annotations
 
+import os
+
 import torch
 
-__all__ = ["DeviceUnavailableError", "check_device", "check_device_name", "resolve_device"]
+__all__ = [
+    "DeviceUnavailableError",
+    "check_device",
+    "check_device_name",
+    "resolve_device",
+    "usable_cores",
+]
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def check_device_name(device: str) -> str:

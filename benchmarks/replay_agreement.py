@@ -11,6 +11,10 @@ better or worse.
 
     python benchmarks/replay_agreement.py --variant '{"inherit_parameters": true}'
     python benchmarks/replay_agreement.py --variant '{"fit_workers": 2}' --out results.json
+    python benchmarks/replay_agreement.py --base '{"background_fits": "off"}' \\
+        --variant '{"background_fits": "on"}'
+
+``identical`` compares the whole round record but its timings (every decision and score).
 
 Under the default prequential criterion a round's choice is made from last round's
 forecasts, before any fit; a setting that changes only the fits (their start, their
@@ -37,13 +41,15 @@ import replay_rounds as rr  # noqa: E402
 REPLAY = Path(__file__).resolve().parent / "results" / "replay"
 
 
-def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, Any]:
-    """Default against ``variant`` on one fixture (alternating order)."""
+def compare(
+    fixture: Any, variant: dict[str, Any], repeats: int, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The default (or ``base``) against ``variant`` on one fixture (alternating order)."""
     seconds: dict[str, list[float]] = {"default": [], "variant": []}
     records: dict[str, Any] = {}
     for rep in range(repeats):
         for which in ("default", "variant") if rep % 2 == 0 else ("variant", "default"):
-            elapsed, rec = rr.replay_fit(fixture, {} if which == "default" else variant)
+            elapsed, rec = rr.replay_fit(fixture, (base or {}) if which == "default" else variant)
             seconds[which].append(elapsed)
             records[which] = rec
     d, v = records["default"], records["variant"]
@@ -53,6 +59,8 @@ def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, An
         "default": d.chosen,
         "variant": v.chosen,
         "same": d.chosen == v.chosen,
+        # the whole round record but its timings: every decision and score
+        "identical": d.model_dump(exclude={"timings"}) == v.model_dump(exclude={"timings"}),
         "t_default": statistics.median(seconds["default"]),
         "t_variant": statistics.median(seconds["variant"]),
         "new_fit_scores": {k: [d.fit_scores[k], v.fit_scores[k]] for k in new},
@@ -62,34 +70,46 @@ def compare(fixture: Any, variant: dict[str, Any], repeats: int) -> dict[str, An
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variant", type=json.loads, required=True)
+    parser.add_argument(
+        "--base",
+        type=json.loads,
+        default={},
+        help="the configuration compared against (default: {})",
+    )
     parser.add_argument("--fixtures", type=Path, nargs="+", default=sorted(REPLAY.glob("*.json")))
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, threads=1, variant {json.dumps(args.variant)}")
-    print("| fixture | default chose | variant chose | same | default s | variant s |")
-    print("|---|---|---|---|---|---|")
+    print(
+        f"torch {torch.__version__}, threads=1, base {json.dumps(args.base)}, "
+        f"variant {json.dumps(args.variant)}"
+    )
+    print("| fixture | default chose | variant chose | same | identical | default s | variant s |")
+    print("|---|---|---|---|---|---|---|")
     rows = []
     for path in args.fixtures:
-        row = compare(rr.Fixture.load(path), args.variant, args.repeats)
+        row = compare(rr.Fixture.load(path), args.variant, args.repeats, args.base)
         rows.append(row)
         print(
             f"| {row['fixture']} | {row['default']} | {row['variant']} | {row['same']} | "
+            f"{row['identical']} | "
             f"{row['t_default']:.2f} | {row['t_variant']:.2f} |",
             flush=True,
         )
     same = sum(r["same"] for r in rows)
+    identical = sum(r["identical"] for r in rows)
     ratio = sum(r["t_variant"] for r in rows) / sum(r["t_default"] for r in rows)
     pairs = [p for r in rows for p in r["new_fit_scores"].values()]
     better = sum(v < d for d, v in pairs)
     worse = sum(v > d for d, v in pairs)
     print(
-        f"\nagreement {same}/{len(rows)}; time variant/default {ratio:.3f}; new kernels' fit "
+        f"\nagreement {same}/{len(rows)}, identical rounds {identical}/{len(rows)}; time variant/default {ratio:.3f}; new kernels' fit "
         f"score: variant better {better}, worse {worse}, equal {len(pairs) - better - worse}"
     )
     if args.out:
-        args.out.write_text(json.dumps({"variant": args.variant, "rows": rows}, indent=1) + "\n")
+        out = {"base": args.base, "variant": args.variant, "rows": rows}
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

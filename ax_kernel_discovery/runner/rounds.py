@@ -112,6 +112,14 @@ def run_one_round(
         record["timings"]["propose"] = propose
         record["timings"]["validate"] = validate
         record["timings"]["fit"] = max(selection_total - propose - validate, 0.0)
+        background = [
+            h.timings["background_fits"] for h in kd_records if "background_fits" in h.timings
+        ]
+        if background:  # in a worker, during the acquisition (background_fits)
+            record["timings"]["background_fits"] = sum(background)
+            record["timings"]["background_wait"] = sum(
+                h.timings.get("background_wait", 0.0) for h in kd_records
+            )
         fit_time = max(fit_time, selection_total)
         record["llm_usage"] = {k: v for h in kd_records for k, v in h.proposer_usage.items()}
     elif is_bo:

@@ -97,17 +97,23 @@ class KernelDiscoveryAcquisition(Acquisition):
             )
             if optimizer == "optimize_acqf":
                 options = {**(options or {}), "gen_candidates": gen_candidates_scipy_unfixed}
-        return super().optimize(
-            n=n,
-            search_space_digest=search_space_digest,
-            inequality_constraints=inequality_constraints,
-            equality_constraints=equality_constraints,
-            fixed_features=fixed_features,
-            rounding_func=rounding_func,
-            optimizer_options=options,
-            candidate_set=candidate_set,
-            sampling_strategy=sampling_strategy,
-        )
+        try:
+            return super().optimize(
+                n=n,
+                search_space_digest=search_space_digest,
+                inequality_constraints=inequality_constraints,
+                equality_constraints=equality_constraints,
+                fixed_features=fixed_features,
+                rounding_func=rounding_func,
+                optimizer_options=options,
+                candidate_set=candidate_set,
+                sampling_strategy=sampling_strategy,
+            )
+        finally:
+            # the round's other kernels were fitted meanwhile (background_fits): complete it
+            finish = getattr(self.surrogate, "finish_background", None)
+            if callable(finish):
+                finish()
 
 
 __all__ = ["KernelDiscoveryAcquisition", "gen_candidates_scipy_unfixed"]

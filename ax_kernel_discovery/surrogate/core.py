@@ -36,11 +36,14 @@ start candidates, the proposer factory and the start rule of new kernels' fits
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ax.core.search_space import SearchSpaceDigest
@@ -52,6 +55,7 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.devices import usable_cores
 from ax_kernel_discovery.library_format import library_start_candidates
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import MemberSummary, Population, start_candidates
@@ -60,12 +64,21 @@ from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
 from ax_kernel_discovery.surrogate.fitting import (
     GUARD_NAME,
+    BackgroundJob,
+    BackgroundResult,
+    Choice,
+    EarlyChoice,
+    FittedKernel,
     KernelFitter,
     StartRule,
     candidate_model_config,
+    fit_pool,
+    fit_round_in_worker,
+    reset_fit_pool,
 )
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
+    FittedModels,
     LastChoice,
     OutcomeState,
     RoundContext,
@@ -96,6 +109,22 @@ def default_start_candidates(
     if config.start_kernels:
         return library_start_candidates(config, dim)
     return start_candidates()
+
+
+@dataclass
+class _Pending:
+    """A round handed on to the acquisition while its other kernels are fitted in a
+    worker (``background_fits``): what :meth:`KernelDiscoverySurrogate.finish_background`
+    needs to complete it."""
+
+    ctx: RoundContext
+    cands: list[KernelCandidate]
+    accepted: list[KernelCandidate]
+    choice: Choice
+    early: EarlyChoice
+    models: dict[str, FittedKernel]
+    job: BackgroundJob
+    future: Future[BackgroundResult] | None
 
 
 class KernelDiscoverySurrogate(Surrogate):
@@ -161,7 +190,7 @@ class KernelDiscoverySurrogate(Surrogate):
         super().__init__(surrogate_spec=spec, **kwargs)
         self._config = config
         self.outcome_states: dict[str, OutcomeState] = {}
-        self.history: list[RoundRecord] = []
+        self._history: list[RoundRecord] = []
         self.objective_weights: dict[str, float] = {}
         self.round_index = 0
         self._start_candidates = start_candidates or default_start_candidates
@@ -179,6 +208,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._record_only = False
         self._prefetch: dict[tuple[str, int, int], Future[Proposal]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        #: Rounds whose other kernels are being fitted in a worker, by outcome.
+        self._pending: dict[str, _Pending] = {}
         if state:
             self._load_state(state)
 
@@ -196,18 +227,32 @@ class KernelDiscoverySurrogate(Surrogate):
         self.fitter.config = value
 
     @property
+    def history(self) -> list[RoundRecord]:
+        """One :class:`RoundRecord` per round and outcome, oldest first (the last
+        ``history_limit``); a round fitted in the background is completed first."""
+        self.finish_background()
+        return self._history
+
+    @history.setter
+    def history(self, records: list[RoundRecord]) -> None:
+        self._history = list(records)
+
+    @property
     def populations(self) -> dict[str, Population]:
         """One population per modelled outcome (a view of :attr:`outcome_states`)."""
+        self.finish_background()
         return {k: v.population for k, v in self.outcome_states.items()}
 
     @property
-    def fitted_models(self) -> dict[str, dict[str, Model]]:
+    def fitted_models(self) -> dict[str, MutableMapping[str, Model]]:
         """Last round's fitted model of every kernel, per outcome (not saved; diagnostics)."""
+        self.finish_background()
         return {k: v.fitted_models for k, v in self.outcome_states.items()}
 
     @property
     def population(self) -> Population:
         """Population of the objective (the first outcome when the direction is unknown)."""
+        self.finish_background()
         for name, weight in self.objective_weights.items():
             if weight != 0 and name in self.populations:
                 return self.populations[name]
@@ -240,8 +285,10 @@ class KernelDiscoverySurrogate(Surrogate):
     def close(self) -> None:
         """Release what the proposer holds (a local LLM server) and the prefetch thread.
 
-        The surrogate stays usable: a later round starts them again when needed.
+        The surrogate stays usable: a later round starts them again when needed. A round
+        whose kernels are being fitted in the background is completed first.
         """
+        self.finish_background()
         for future in self._prefetch.values():
             future.cancel()
         self._prefetch = {}
@@ -266,10 +313,17 @@ class KernelDiscoverySurrogate(Surrogate):
         search_space_digest: SearchSpaceDigest,
         candidate_metadata: Any = None,
     ) -> tuple[Model, ModelConfig]:
-        """One round of kernel discovery; returns the best kernel's fitted model."""
+        """One round of kernel discovery; returns the best kernel's fitted model.
+
+        With ``background_fits`` (see :meth:`_fits_in_background`) the round returns the
+        chosen kernel's model as soon as it is fitted and fits the others in a worker
+        process; the round is completed (:meth:`finish_background`) when the acquisition
+        ends, or at the latest when the state is next read.
+        """
         t_start = time.perf_counter()
         outcome = dataset.outcome_names[0]
-        X, Y = dataset.X, dataset.Y
+        self._finish_background(outcome)
+        X = dataset.X
         dim = X.shape[-1]
         if outcome not in self.outcome_states:
             self.outcome_states[outcome] = OutcomeState(self._new_population(dim))
@@ -282,7 +336,7 @@ class KernelDiscoverySurrogate(Surrogate):
             dataset=dataset,
             search_space_digest=search_space_digest,
             rec=rec,
-            history=[r for r in self.history if r.outcome == outcome],
+            history=[r for r in self._history if r.outcome == outcome],
             sign=self.objective_weights.get(outcome),
         )
 
@@ -307,13 +361,48 @@ class KernelDiscoverySurrogate(Surrogate):
         )
         rec.timings["validate"] = time.perf_counter() - t0
 
+        cands = [m.candidate for m in pop] + accepted
+        early = self.fitter.choice_before_fits(ctx) if self._fits_in_background(ctx) else None
+        if early is not None:
+            chosen = self._fit_chosen_first(ctx, cands, accepted, early, t_start)
+            if chosen is not None:
+                return chosen
+            # every member the choice could take failed to fit: fit the rest here
+            tried = set(early.ranked)
+            cands = [c for c in cands if c.name not in tried]
+
         t0 = time.perf_counter()
-        models = self.fitter.fit_all([m.candidate for m in pop] + accepted, ctx)
+        models = self.fitter.fit_all(cands, ctx)
         rec.timings["fit_and_score"] = time.perf_counter() - t0
 
+        self._admit_fitted(ctx, accepted, models)
+        if not models:
+            # every kernel failed: fall back to Ax's default model so the run goes on
+            self._no_kernel_fitted(ctx)
+            model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
+            best_config = ModelConfig()
+        else:
+            # choose before truncating, so that the choice always stays a member
+            choice = self.fitter.select(models, ctx)
+            model, best_config = self._chosen_model(ctx, choice, models)
+            self._settle(ctx, choice, models)
+        state.fitted_models = {k: v[0] for k, v in models.items()}
+        self._record_population(ctx, accepted, models)
+        self._close_round(ctx, t_start)
+        self._after_update(ctx)
+        return model, best_config
+
+    # --- the round's steps after its fits ----------------------------------------------------
+
+    def _admit_fitted(
+        self, ctx: RoundContext, accepted: list[KernelCandidate], models: Mapping[str, Any]
+    ) -> None:
+        """New kernels whose fit succeeded join; members whose fit failed leave; the
+        members get their scores."""
+        pop, state, rec = ctx.population, ctx.state, ctx.rec
         for cand in accepted:
             if cand.name in models:
-                pop.add(cand, self.round_index)
+                pop.add(cand, rec.round)
                 rec.accepted.append(cand.name)
             else:
                 state.drop(cand.name)  # no warm start outlives a failed or too slow fit
@@ -324,46 +413,53 @@ class KernelDiscoverySurrogate(Surrogate):
                 state.drop(member.name)
                 rec.dropped.append(member.name)
 
-        if not models:
-            # every kernel failed: fall back to Ax's default model so the run goes on
-            rec.rejected.append(
-                Rejection(
-                    name="*", stage="fit", reason="no kernel could be fitted; using Ax default"
-                )
+    def _no_kernel_fitted(self, ctx: RoundContext) -> None:
+        ctx.rec.rejected.append(
+            Rejection(name="*", stage="fit", reason="no kernel could be fitted; using Ax default")
+        )
+        ctx.population.reset_if_empty()
+
+    def _chosen_model(
+        self, ctx: RoundContext, choice: Choice, models: Mapping[str, FittedKernel]
+    ) -> tuple[Model, ModelConfig]:
+        """The model the acquisition gets for ``choice``; the choice is recorded."""
+        rec, pop = ctx.rec, ctx.population
+        if choice.guarded:
+            model = self._construct_model(
+                ctx.dataset, ctx.search_space_digest, ModelConfig(), None, True
             )
-            pop.reset_if_empty()
-            model = self._construct_model(dataset, search_space_digest, ModelConfig(), None, True)
-            best_config = ModelConfig()
-        else:
-            # choose before truncating, so that the choice always stays a member
-            choice = self.fitter.select(models, ctx)
-            if choice.guarded:
-                model = self._construct_model(
-                    dataset, search_space_digest, ModelConfig(), None, True
-                )
-                best_config = ModelConfig()
-                rec.guarded, rec.chosen = True, GUARD_NAME
-            else:
-                best_name = choice.names[0]
-                model, best_config, _ = models[best_name]
-                if len(choice.names) > 1:
-                    model = KernelMixtureModel(
-                        [models[k][0] for k in choice.names], choice.counts, choice.names
-                    )
-                    rec.mixture = dict(zip(choice.names, choice.weights, strict=True))
-                best = pop.get(best_name)
-                best.times_chosen += 1
-                rec.chosen, rec.chosen_formula = best_name, best.formula
-                rec.chosen_score = choice.scores.get(best_name)
-                state.last_choice = LastChoice.of(best_name, X, Y)
-            rec.scores = dict(choice.scores)
-            if self.config.criterion == "prequential":
-                rec.fit_scores = {k: v[2] for k, v in models.items()}
-            protect = [] if choice.guarded else list(choice.names)
-            if self.config.criterion == "prequential":  # new kernels: not yet forecast
-                protect += [m.name for m in pop if not m.heldout]
-            rec.dropped.extend(state.truncate(protect=protect))
-        state.fitted_models = {k: v[0] for k, v in models.items()}
+            rec.guarded, rec.chosen = True, GUARD_NAME
+            return model, ModelConfig()
+        best_name = choice.names[0]
+        model, best_config, _ = models[best_name]
+        if len(choice.names) > 1:
+            model = KernelMixtureModel(
+                [models[k][0] for k in choice.names], choice.counts, choice.names
+            )
+            rec.mixture = dict(zip(choice.names, choice.weights, strict=True))
+        best = pop.get(best_name)
+        best.times_chosen += 1
+        rec.chosen, rec.chosen_formula = best_name, best.formula
+        rec.chosen_score = choice.scores.get(best_name)
+        ctx.state.last_choice = LastChoice.of(best_name, ctx.dataset.X, ctx.dataset.Y)
+        return model, best_config
+
+    def _settle(self, ctx: RoundContext, choice: Choice, models: Mapping[str, Any]) -> None:
+        """The round's scores; the population keeps its best (the choice and, under
+        ``prequential``, kernels that have not forecast a batch yet are kept)."""
+        rec, pop = ctx.rec, ctx.population
+        rec.scores = dict(choice.scores)
+        if self.config.criterion == "prequential":
+            rec.fit_scores = {k: v[2] for k, v in models.items()}
+        protect = [] if choice.guarded else list(choice.names)
+        if self.config.criterion == "prequential":  # new kernels: not yet forecast
+            protect += [m.name for m in pop if not m.heldout]
+        rec.dropped.extend(ctx.state.truncate(protect=protect))
+
+    def _record_population(
+        self, ctx: RoundContext, accepted: list[KernelCandidate], models: Mapping[str, Any]
+    ) -> None:
+        rec, pop = ctx.rec, ctx.population
         rec.population = pop.names
         rec.population_diversity = self.admission.diversity([m.candidate.key for m in pop])
         rec.accepted_diversity = (
@@ -371,22 +467,177 @@ class KernelDiscoverySurrogate(Surrogate):
             if len(rec.accepted) > 1
             else None
         )
+
+    def _close_round(self, ctx: RoundContext, t_start: float) -> None:
+        """The round's record joins the history; the next round begins."""
+        rec = ctx.rec
         rec.timings["total"] = time.perf_counter() - t_start
-        self.history.append(rec)
-        self.history = self.history[-self.config.history_limit :]
+        self._history.append(rec)
+        self._history = self._history[-self.config.history_limit :]
         self.round_index += 1
-        if self._proposer is not None:  # what failed, for the next prompts (LLM proposers)
-            self._proposer.record_feedback(
-                rec.round, rec.rejected, rec.struck, pop.summaries(self.config.criterion)
-            )
-        self._start_prefetch(pop, dim, outcome)
         logger.info(
             "kernel discovery round %d: chose %s (%.4g)",
             rec.round,
             rec.chosen,
             rec.chosen_score or math.nan,
         )
+
+    def _after_update(self, ctx: RoundContext) -> None:
+        """What follows the population's update: the proposer's feedback and prefetch."""
+        rec, pop = ctx.rec, ctx.population
+        if self._proposer is not None:  # what failed, for the next prompts (LLM proposers)
+            self._proposer.record_feedback(
+                rec.round, rec.rejected, rec.struck, pop.summaries(self.config.criterion)
+            )
+        self._start_prefetch(pop, ctx.dim, ctx.outcome)
+
+    # --- fits in the background ---------------------------------------------------------------
+
+    def _fits_in_background(self, ctx: RoundContext) -> bool:
+        """Whether this round may fit its kernels in a worker process (``background_fits``).
+
+        Only a CPU run whose surrogate builds models the Ax way (no subclass or test
+        replaces ``_construct_model``), in a round fitted in full (not halved), and not
+        where ``fit_workers > 1`` fits the round side by side in worker processes.
+        """
+        mode = self.config.background_fits
+        if mode == "off" or ctx.dataset.X.device.type != "cpu" or self.config.fit_workers > 1:
+            return False
+        if mode == "auto" and usable_cores() < 2:
+            return False
+        if type(self)._construct_model is not Surrogate._construct_model:
+            return False
+        if self.fitter.build_model != self._construct_model or self.fitter.halving(ctx):
+            return False
+        return True
+
+    def _fit_chosen_first(
+        self,
+        ctx: RoundContext,
+        cands: list[KernelCandidate],
+        accepted: list[KernelCandidate],
+        early: EarlyChoice,
+        t_start: float,
+    ) -> tuple[Model, ModelConfig] | None:
+        """Fit the chosen member here and the round's other kernels in a worker.
+
+        ``None`` (nothing handed on) when every member the choice could take failed to
+        fit: the round then fits the rest in this process and chooses as usual.
+        """
+        rec = ctx.rec
+        rec.selection = "full"
+        by_name = {c.name: c for c in cands}
+        t0 = time.perf_counter()
+        models: dict[str, FittedKernel] = {}
+        choice = Choice(names=[], guarded=True) if early.guarded else None
+        tried: set[str] = set()  # fitted here: the chosen member and those that failed before it
+        for name in early.ranked:
+            tried.add(name)
+            fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands)
+            if fitted is not None:
+                models[name] = fitted
+                choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
+                break
+        if choice is None:
+            return None
+        model, best_config = self._chosen_model(ctx, choice, models)
+        rec.timings["fit_and_score"] = time.perf_counter() - t0
+        job = BackgroundJob(
+            config=self.config,
+            start_rule=self.fitter.start_rule,
+            cands=[c for c in cands if c.name not in tried],
+            members=cands,
+            outcome=ctx.outcome,
+            dataset=ctx.dataset,
+            search_space_digest=ctx.search_space_digest,
+            population=copy.deepcopy(ctx.population),  # pickled while the acquisition runs
+            warm=dict(ctx.state.warm),
+            history=list(ctx.history),
+            sign=ctx.sign,
+            round_index=rec.round,
+        )
+        future: Future[BackgroundResult] | None = None
+        if job.cands:
+            try:
+                future = fit_pool(1).submit(fit_round_in_worker, job)
+            except Exception as e:  # noqa: BLE001 - the fits then run here, when collected
+                logger.info("background fits could not start (%r); fitting in process", e)
+        self._pending[ctx.outcome] = _Pending(
+            ctx, cands, accepted, choice, early, models, job, future
+        )
+        self._close_round(ctx, t_start)
         return model, best_config
+
+    def finish_background(self) -> None:
+        """Complete every round whose kernels are being fitted in the background.
+
+        Waits for the worker's fits, then updates the population as a round fitted in
+        this process would have (new kernels join, failed fits leave, the population
+        keeps its best) and completes the round's record. Called by the acquisition when
+        it ends, and by everything that reads or saves the state.
+        """
+        for outcome in list(self._pending):
+            self._finish_background(outcome)
+
+    def _finish_background(self, outcome: str) -> None:
+        pending = self._pending.pop(outcome, None)
+        if pending is None:
+            return
+        ctx, rec = pending.ctx, pending.ctx.rec
+        t0 = time.perf_counter()
+        result: BackgroundResult | None = None
+        if pending.future is not None:
+            try:
+                result = pending.future.result()
+            except Exception as e:  # noqa: BLE001 - a broken worker: fit them here instead
+                logger.info("background fits failed (%r); fitting in process", e)
+                reset_fit_pool()
+        rec.timings["background_wait"] = time.perf_counter() - t0
+        fitted: dict[str, Any] = dict(pending.models)
+        builders: dict[str, Callable[[], Model]] = {}
+        if result is not None:
+            rec.timings["background_fits"] = result.seconds
+            rec.rejected.extend(result.rejected)
+            rec.timings.update(result.timings)
+            for name, fit in result.fitted.items():
+                ctx.state.warm[name] = fit.warm
+                fitted[name] = (None, fit.config, fit.score)
+                # a fresh builder: this surrogate's would hand back the model Ax cached for
+                # this dataset (the chosen one) once the round has returned it
+                builders[name] = partial(
+                    Surrogate()._construct_model,
+                    ctx.dataset,
+                    ctx.search_space_digest,
+                    fit.config,
+                    fit.state,
+                    False,
+                )
+        elif pending.job.cands:
+            # here, with a fresh builder: this surrogate's hands back the model Ax cached
+            # for this dataset once the round has returned it
+            t1 = time.perf_counter()
+            fitter = KernelFitter(self.config, Surrogate()._construct_model, self.fitter.start_rule)
+            here = fitter.fit_all(pending.job.cands, ctx, members=pending.cands, drop_slow=False)
+            rec.timings["fit_and_score"] += time.perf_counter() - t1
+            fitted.update(here)
+        order = [c.name for c in pending.cands if c.name in fitted]
+        models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
+        self._admit_fitted(ctx, pending.accepted, models)
+        if not models:
+            self._no_kernel_fitted(ctx)
+        else:
+            choice = pending.choice
+            if choice.guarded:
+                choice.scores = {k: v[2] for k, v in models.items()}
+            else:
+                choice.scores = {k: v for k, v in pending.early.scores.items() if k in models}
+            self._settle(ctx, choice, models)
+        ctx.state.fitted_models = FittedModels(
+            {k: v[0] for k, v in models.items() if v[0] is not None},
+            {k: b for k, b in builders.items() if k in models},
+        )
+        self._record_population(ctx, pending.accepted, models)
+        self._after_update(ctx)
 
     def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
         kwargs = super()._serialize_attributes_as_kwargs()
@@ -415,6 +666,7 @@ class KernelDiscoverySurrogate(Surrogate):
         }
         if self._record_only:
             return {**state, "record": True}
+        self.finish_background()
         warm: dict[str, dict[str, Any]] = {}
         for outcome, kept in self.outcome_states.items():
             members = set(kept.population.names)
@@ -431,7 +683,7 @@ class KernelDiscoverySurrogate(Surrogate):
             **state,
             "populations": {k: v.population.to_dict() for k, v in self.outcome_states.items()},
             "history": [
-                r.model_dump(mode="json") for r in self.history[-self.config.history_limit :]
+                r.model_dump(mode="json") for r in self._history[-self.config.history_limit :]
             ],
             "last_choice": {
                 k: v.last_choice.model_dump()
@@ -460,7 +712,7 @@ class KernelDiscoverySurrogate(Surrogate):
             )
             for outcome, pop in state.get("populations", {}).items()
         }
-        self.history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
+        self._history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
         self._proposer_state = dict(state.get("proposer") or {}) or None
         self._fallback_state = dict(state.get("fallback_proposer") or {}) or None
 
@@ -585,7 +837,9 @@ class KernelDiscoverySurrogate(Surrogate):
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        # Ax deep-copies surrogates; in-flight proposals and their thread stay behind
+        # Ax deep-copies surrogates; in-flight proposals and their thread stay behind, and
+        # a round whose fits run in the background is completed first
+        self.finish_background()
         state = self.__dict__.copy()
         state["_prefetch"] = {}
         state["_executor"] = None

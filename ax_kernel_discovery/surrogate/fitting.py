@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -50,7 +48,9 @@ from ax_kernel_discovery.selection import (
     within_noise,
 )
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
-from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext, warm_parameters
+from ax_kernel_discovery.surrogate.worker import WorkerPool, shared_pool, shutdown_shared_pools
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,23 @@ class Choice:
     weights: list[float] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     guarded: bool = False
+
+
+@dataclass
+class EarlyChoice:
+    """A round's choice known before its fits (see :meth:`KernelFitter.choice_before_fits`).
+
+    Attributes:
+        guarded: Ax's default model (``guard_rounds``).
+        ranked: The members to try, best held-out loss first: the first whose fit
+            succeeds is chosen.
+        scores: The held-out losses the choice compares (of the members whose fits
+            succeed, once they are known).
+    """
+
+    guarded: bool = False
+    ranked: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
 
 
 def candidate_model_config(
@@ -179,8 +196,18 @@ class KernelFitter:
             return self._start_rule
         return inherit_from_members if self.config.inherit_parameters else None
 
-    def fit_all(self, cands: list[KernelCandidate], ctx: RoundContext) -> dict[str, FittedKernel]:
+    def fit_all(
+        self,
+        cands: list[KernelCandidate],
+        ctx: RoundContext,
+        members: Sequence[KernelCandidate] | None = None,
+        drop_slow: bool = True,
+    ) -> dict[str, FittedKernel]:
         """Fit and score every kernel: in full, or by successive halving.
+
+        ``members`` are the round's kernels the start rule may inherit from (default:
+        ``cands``); ``drop_slow=False`` leaves the slow-fit rule (:meth:`drop_slow_fits`)
+        to the caller, which applies it over the whole round when these are a part of it.
 
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
         kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
@@ -210,13 +237,15 @@ class KernelFitter:
             )
             if screen:
                 screened.add(cand.name)
-        for cand, fitted in zip(cands, self._fit_jobs(jobs, ctx, members=cands), strict=True):
+        round_kernels = cands if members is None else members
+        fits = self._fit_jobs(jobs, ctx, members=round_kernels)
+        for cand, fitted in zip(cands, fits, strict=True):
             if fitted is not None:
                 models[cand.name] = fitted
             else:
                 screened.discard(cand.name)
         if not halving:
-            return self._drop_slow_fits(models, ctx)
+            return self.drop_slow_fits(models, ctx) if drop_slow else models
         # New kernels were fitted as in full selection: the finalist slots go to the
         # best screened members (a screen scores last round's fit, which has not seen the
         # newest batch, so under lbo_crps it trails every refitted kernel's score).
@@ -231,11 +260,9 @@ class KernelFitter:
             else:
                 models[name] = fitted
         rec.timings["finalists"] = float(len(finalists))
-        return self._drop_slow_fits(models, ctx)
+        return self.drop_slow_fits(models, ctx) if drop_slow else models
 
-    def _drop_slow_fits(
-        self, models: dict[str, FittedKernel], ctx: RoundContext
-    ) -> dict[str, FittedKernel]:
+    def drop_slow_fits(self, models: dict[str, Any], ctx: RoundContext) -> dict[str, Any]:
         """Reject the kernels whose fit took more than ``fit_timeout`` and more than
         ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
 
@@ -290,7 +317,7 @@ class KernelFitter:
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
         return blocks[-self.config.score_batches :] or None
 
-    def member_score(self, member: Member, models: dict[str, FittedKernel]) -> float | None:
+    def member_score(self, member: Member, models: Mapping[str, Any]) -> float | None:
         """The score a member is ranked by: held-out (``prequential``) or its fit's score."""
         if self.config.criterion == "prequential":
             return member.heldout_loss(self.config.heldout_score, self.config.score_batches)
@@ -326,6 +353,30 @@ class KernelFitter:
                 top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
                 return self._mixture(pop, top, eligible)
         return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
+
+    def choice_before_fits(self, ctx: RoundContext) -> EarlyChoice | None:
+        """The round's choice as :meth:`select` will make it, known before the fits.
+
+        Under ``prequential`` (one member, ``tie_break="none"``) the choice compares
+        held-out forecasts of earlier fits, so this round's fits decide only which members
+        can still be chosen: the best-ranked member whose fit succeeds. A guard round
+        hands on Ax's default model whatever the fits give. ``None`` where the choice
+        needs this round's fit scores (another criterion, no member with a forecast yet)
+        or several fitted members (a mixture, ``tie_break="cost"``).
+        """
+        if len(ctx.history) < self.config.guard_rounds:
+            return EarlyChoice(guarded=True)
+        config = self.config
+        if config.criterion != "prequential" or config.tie_break != "none":
+            return None
+        if config.mixture_top_k > 1:
+            return None
+        kind, window = config.heldout_score, config.score_batches
+        losses = {m.name: m.heldout_loss(kind, window) for m in ctx.population}
+        eligible = {k: v for k, v in losses.items() if v is not None}
+        if not eligible:
+            return None
+        return EarlyChoice(ranked=sorted(eligible, key=lambda k: (eligible[k], k)), scores=eligible)
 
     def _heldout_losses(self, member: Member, rounds: Sequence[int]) -> Tensor:
         """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
@@ -549,7 +600,7 @@ class KernelFitter:
                 state, seconds, error = future.result()
             except Exception as e:  # noqa: BLE001 - a broken pool: fit it here instead
                 logger.info("fit worker failed (%r); fitting %s in this process", e, cand.name)
-                _reset_fit_pool()
+                reset_fit_pool()
                 out.append(
                     self.fit_and_score(cand, ctx, refit=job.refit, maxiter=maxiter, members=members)
                 )
@@ -654,39 +705,128 @@ def fit_in_worker(
     return state, time.perf_counter() - t0, None
 
 
-_POOLS: dict[int, ProcessPoolExecutor] = {}
+@dataclass
+class BackgroundJob:
+    """A round's fits handed to a worker process (``background_fits``): everything the
+    round's :meth:`KernelFitter.fit_all` reads, so that the worker fits them as this
+    process would.
 
-
-def _init_fit_worker() -> None:
-    torch.set_num_threads(1)
-
-
-def fit_pool(workers: int) -> ProcessPoolExecutor:
-    """The process pool of ``workers`` fit workers (one per process, kept for later rounds).
-
-    Workers are spawned (not forked: the parent may hold threads) with one torch thread
-    each; the first round that uses a pool pays their start (importing Ax and torch).
+    Attributes:
+        config: The surrogate's settings.
+        start_rule: The fitter's start rule (``None``: GPyTorch's initial values).
+        cands: The kernels to fit, in the round's order (members, then new kernels).
+        members: All the round's kernels (what the start rule may inherit from).
+        outcome: The modelled outcome.
+        dataset: The round's training data.
+        search_space_digest: Ax's digest of the search space.
+        population: The outcome's population (a copy).
+        warm: The warm starts as the round stands (a copy).
+        history: The outcome's earlier rounds (for the criterion's batches).
+        sign: The objective weight of the outcome.
+        round_index: The round.
     """
-    pool = _POOLS.get(workers)
-    if pool is None:
-        pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_fit_worker,
+
+    config: KernelDiscoveryConfig
+    start_rule: StartRule | None
+    cands: list[KernelCandidate]
+    members: list[KernelCandidate]
+    outcome: str
+    dataset: SupervisedDataset
+    search_space_digest: SearchSpaceDigest
+    population: Population
+    warm: dict[str, dict[str, Tensor]]
+    history: list[RoundRecord]
+    sign: float | None
+    round_index: int
+
+    def context(self) -> RoundContext:
+        """A round context over copies of the job's state (the worker's, or this process's)."""
+        n, dim = self.dataset.X.shape[0], self.dataset.X.shape[-1]
+        return RoundContext(
+            outcome=self.outcome,
+            state=OutcomeState(self.population, warm=dict(self.warm)),
+            dataset=self.dataset,
+            search_space_digest=self.search_space_digest,
+            rec=RoundRecord(round=self.round_index, outcome=self.outcome, n=n, dim=dim),
+            history=self.history,
+            sign=self.sign,
         )
-        _POOLS[workers] = pool
-    return pool
 
 
-def _reset_fit_pool() -> None:
-    for pool in _POOLS.values():
-        pool.shutdown(wait=False, cancel_futures=True)
-    _POOLS.clear()
+@dataclass
+class BackgroundFit:
+    """One kernel fitted by a :class:`BackgroundJob`.
+
+    Attributes:
+        warm: Its warm start (:func:`~.state.warm_parameters`).
+        state: The fitted model's full state dict (float64: rebuilds the model exactly).
+        config: The ``ModelConfig`` it was built with.
+        score: Its fit score.
+    """
+
+    warm: dict[str, Tensor]
+    state: dict[str, Tensor]
+    config: ModelConfig
+    score: float
+
+
+@dataclass
+class BackgroundResult:
+    """What a :class:`BackgroundJob` gives back: the fitted kernels (in the job's order),
+    the rejections and timings its round record gathered, and its seconds."""
+
+    fitted: dict[str, BackgroundFit]
+    rejected: list[Rejection]
+    timings: dict[str, float]
+    seconds: float
+
+
+def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
+    """Fit a :class:`BackgroundJob` with Ax's ``Surrogate._construct_model`` (in a worker
+    process), as :meth:`KernelFitter.fit_all` fits in the surrogate's process, without the
+    slow-fit rule (the caller applies it over the whole round)."""
+    t0 = time.perf_counter()
+    config = job.config.model_copy(update={"fit_workers": 1})
+    fitter = KernelFitter(config, Surrogate()._construct_model, job.start_rule)
+    ctx = job.context()
+    models = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
+    fitted = {
+        name: BackgroundFit(
+            warm=ctx.state.warm[name],
+            state={k: v.detach().clone() for k, v in model.state_dict().items()},
+            config=config_,
+            score=score,
+        )
+        for name, (model, config_, score) in models.items()
+    }
+    return BackgroundResult(
+        fitted=fitted,
+        rejected=list(ctx.rec.rejected),
+        timings=dict(ctx.rec.timings),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def fit_pool(workers: int) -> WorkerPool:
+    """The process's pool of ``workers`` fit workers (one torch thread each, kept for
+    later rounds; :mod:`.worker`: fresh interpreters that never run the user's
+    ``__main__``). The first round that uses a pool pays their start (importing Ax and
+    torch)."""
+    return shared_pool(workers)
+
+
+def reset_fit_pool() -> None:
+    """Stop the fit worker pools (a broken pool); the next use starts new ones."""
+    shutdown_shared_pools()
 
 
 __all__ = [
     "GUARD_NAME",
+    "BackgroundFit",
+    "BackgroundJob",
+    "BackgroundResult",
     "Choice",
+    "EarlyChoice",
     "FitJob",
     "FitStart",
     "FittedKernel",
@@ -696,7 +836,9 @@ __all__ = [
     "candidate_model_config",
     "fit_in_worker",
     "fit_pool",
+    "fit_round_in_worker",
     "inherit_from_members",
+    "reset_fit_pool",
 ]
 
 # renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 
 __all__ = [
+    "FittedModels",
     "LastChoice",
     "OutcomeState",
     "RoundContext",
@@ -160,6 +161,49 @@ def decode_tensors(encoded: Mapping[str, Any]) -> dict[str, Tensor]:
     return out
 
 
+class FittedModels(MutableMapping[str, Model]):
+    """Fitted models by kernel name, some of them built only when first read.
+
+    A kernel fitted in a worker process (``background_fits``) comes back as its state;
+    its model is built from it (no refit) on first access, which only the diagnostics
+    need. Built and pending entries read, iterate and drop alike.
+
+    Args:
+        models: Models already built.
+        builders: Functions that build a model, by name.
+    """
+
+    def __init__(
+        self,
+        models: Mapping[str, Model] | None = None,
+        builders: Mapping[str, Callable[[], Model]] | None = None,
+    ) -> None:
+        self._models: dict[str, Model] = dict(models or {})
+        self._builders: dict[str, Callable[[], Model]] = dict(builders or {})
+
+    def __getitem__(self, name: str) -> Model:
+        if name not in self._models and name in self._builders:
+            self._models[name] = self._builders.pop(name)()
+        return self._models[name]
+
+    def __setitem__(self, name: str, model: Model) -> None:
+        self._builders.pop(name, None)
+        self._models[name] = model
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._models and name not in self._builders:
+            raise KeyError(name)
+        self._models.pop(name, None)
+        self._builders.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        # a snapshot: reading an entry while iterating builds it and moves it
+        return iter([*self._models, *(k for k in self._builders if k not in self._models)])
+
+    def __len__(self) -> int:
+        return len(self._models) + sum(k not in self._models for k in self._builders)
+
+
 @dataclass
 class OutcomeState:
     """Everything kernel discovery keeps for one outcome between rounds: one owner.
@@ -174,13 +218,14 @@ class OutcomeState:
             a new kernel's entry is written when its first fit succeeds.
         last_choice: What the strike rule needs about last round's choice.
         fitted_models: Last round's fitted model of every kernel, by name (diagnostics
-            and the acquisition's mixture; not saved).
+            and the acquisition's mixture; not saved; a :class:`FittedModels` where some
+            are built on first access).
     """
 
     population: Population
     warm: dict[str, dict[str, Tensor]] = field(default_factory=dict)
     last_choice: LastChoice | None = None
-    fitted_models: dict[str, Model] = field(default_factory=dict)
+    fitted_models: MutableMapping[str, Model] = field(default_factory=dict)
 
     def drop(self, name: str) -> None:
         """Remove ``name`` (a member or a kernel of this round) with its warm start."""

@@ -373,14 +373,14 @@ def test_a_fit_over_fit_timeout_is_rejected_only_when_far_slower_than_the_fastes
     rec = ctx.rec
     # every fit needs more than fit_timeout (the Humanoid scale on a CPU)
     rec.timings.update({"refit:RBF": 88.0, "refit:SL": 137.0, "refit:big": 300.0})
-    kept = s.fitter._drop_slow_fits(dict(models), ctx)  # type: ignore[arg-type]
+    kept = s.fitter.drop_slow_fits(dict(models), ctx)  # type: ignore[arg-type]
     assert set(kept) == {"RBF", "SL", "screened"}  # 300 s > 3 x 88 s; 'screened' had no fit
     assert [(r.name, r.stage) for r in rec.rejected] == [("big", "timeout")]
     assert "264.0s" in rec.rejected[0].reason
     # at a normal scale, fit_timeout is the limit
     ctx = _context(s, "f", 10)
     ctx.rec.timings.update({"refit:RBF": 0.5, "refit:SL": 59.0, "refit:big": 61.0})
-    assert set(s.fitter._drop_slow_fits(dict(models), ctx)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
+    assert set(s.fitter.drop_slow_fits(dict(models), ctx)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
 
 
 def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> None:

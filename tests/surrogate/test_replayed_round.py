@@ -35,6 +35,8 @@ import torch
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 
+METRIC = "objective"
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "data" / "replayed_rounds.json"
 #: Two cheap rounds with held-out scoring, a proposal and a strike decision.
@@ -44,10 +46,14 @@ FIT_SCORE_TOLERANCE = 0.1
 
 
 def round_summary(
-    rr: ModuleType, name: str, records: list[Any] | None = None, **settings: Any
+    rr: ModuleType,
+    name: str,
+    records: list[Any] | None = None,
+    surrogates: list[KernelDiscoverySurrogate] | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
     """What the round of fixture ``name`` decides, replayed with the default configuration
-    (and ``settings``)."""
+    (and ``settings``); its record and surrogate are appended to the lists given."""
     fixture = rr.Fixture.load(ROOT / "benchmarks" / "results" / "replay" / f"{name}.json")
     config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **settings})
     surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
@@ -61,6 +67,8 @@ def round_summary(
     rec = surrogate.history[-1]
     if records is not None:
         records.append(rec)
+    if surrogates is not None:
+        surrogates.append(surrogate)
     pop = surrogate.population
     return {
         "struck": rec.struck,
@@ -92,17 +100,26 @@ def _numbers(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    ("name", "workers"), [(FIXTURES[0], 1), (FIXTURES[1], 1), (FIXTURES[0], 2)]
+    ("name", "settings"),
+    [
+        (FIXTURES[0], {"background_fits": "off"}),
+        (FIXTURES[1], {"background_fits": "off"}),
+        (FIXTURES[0], {"fit_workers": 2}),
+        (FIXTURES[1], {"background_fits": "on"}),
+    ],
 )
 def test_a_recorded_round_replays_identically(
-    name: str, workers: int, benchmark_script: Callable[[str], ModuleType]
+    name: str, settings: dict[str, Any], benchmark_script: Callable[[str], ModuleType]
 ) -> None:
-    # fit_workers=2: the kernels are fitted in worker processes, the choice is the same
+    # fit_workers=2: the kernels are fitted in worker processes, the choice is the same;
+    # background_fits: the chosen kernel here, the others in a worker during the acquisition
     expected = json.loads(EXPECTED.read_text())[name]
     rr = benchmark_script("replay_rounds")
     records: list[Any] = []
-    got = json.loads(json.dumps(round_summary(rr, name, records, fit_workers=workers)))
-    assert ("parallel_fit_wall" in records[0].timings) == (workers > 1)
+    got = json.loads(json.dumps(round_summary(rr, name, records, **settings)))
+    timings = records[0].timings
+    assert ("parallel_fit_wall" in timings) == (settings.get("fit_workers", 1) > 1)
+    assert ("background_fits" in timings) == (settings.get("background_fits") == "on")
     assert got["chosen"] == expected["chosen"]
     assert got["accepted"], "the round admitted no kernel: nothing was compared"
     assert got["scores"], "the round compared no scores"
@@ -115,6 +132,37 @@ def test_a_recorded_round_replays_identically(
             assert have[key] == pytest.approx(value, rel=tolerance, abs=1e-10), key
         else:
             assert have[key] == value, key
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fits_in_the_background_equal_fits_in_process(
+    name: str, benchmark_script: Callable[[str], ModuleType]
+) -> None:
+    """background_fits: the same round, bit for bit, as fits in this process: decisions,
+    scores, warm starts (what the next round starts from) and the fitted models."""
+    rr = benchmark_script("replay_rounds")
+    rounds = {}
+    for mode in ("off", "on"):
+        records: list[Any] = []
+        surrogates: list[KernelDiscoverySurrogate] = []
+        summary = round_summary(rr, name, records, surrogates, background_fits=mode)
+        rounds[mode] = (summary, records[0], surrogates[0])
+    (off, rec_off, s_off), (on, rec_on, s_on) = rounds["off"], rounds["on"]
+    assert "background_fits" in rec_on.timings and "background_fits" not in rec_off.timings
+    # the chosen kernel was fitted before the acquisition, the others in the worker
+    assert rec_on.timings["fit_and_score"] < rec_off.timings["fit_and_score"]
+    assert on == off  # every decision and score, exactly
+    warm_off, warm_on = s_off.outcome_states[METRIC].warm, s_on.outcome_states[METRIC].warm
+    assert warm_on.keys() == warm_off.keys()
+    for kernel, params in warm_off.items():
+        for key, value in params.items():
+            assert torch.equal(warm_on[kernel][key], value), (kernel, key)
+    models_off, models_on = s_off.fitted_models[METRIC], s_on.fitted_models[METRIC]
+    assert sorted(models_on) == sorted(models_off)
+    for kernel, model in models_off.items():
+        state_on = models_on[kernel].state_dict()  # built from the worker's state on access
+        for key, value in model.state_dict().items():
+            assert torch.equal(state_on[key], value), (kernel, key)
 
 
 if __name__ == "__main__" and "--record" in sys.argv:

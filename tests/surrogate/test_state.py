@@ -7,7 +7,7 @@ import torch
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import Population, start_candidates
-from ax_kernel_discovery.surrogate.state import LastChoice, OutcomeState
+from ax_kernel_discovery.surrogate.state import FittedModels, LastChoice, OutcomeState
 
 
 def _state() -> OutcomeState:
@@ -58,3 +58,31 @@ def test_last_choice_is_kept_per_outcome() -> None:
     state = _state()
     state.last_choice = LastChoice.of("RBF", X, X.sum(-1))
     assert state.last_choice.name == "RBF" and state.last_choice.n == 5
+
+
+def test_fitted_models_built_on_first_access_read_iterate_and_drop_alike() -> None:
+    built: list[str] = []
+
+    def builder(name: str) -> object:
+        def build() -> object:
+            built.append(name)
+            return {"model": name}
+
+        return build
+
+    models = FittedModels({"RBF": "rbf model"}, {"SL": builder("SL"), "BOCK": builder("BOCK")})  # type: ignore[dict-item]
+    assert len(models) == 3 and built == []
+    # iterating while reading (which builds) sees each name once
+    assert [(name, models[name]) for name in models] == [
+        ("RBF", "rbf model"),
+        ("SL", {"model": "SL"}),
+        ("BOCK", {"model": "BOCK"}),
+    ]
+    assert built == ["SL", "BOCK"]
+    assert models["SL"] is models["SL"] and built == ["SL", "BOCK"]  # built once
+    state = OutcomeState(Population(start_candidates(), size=5), fitted_models=models)
+    state.drop("BOCK")
+    assert sorted(state.fitted_models) == ["RBF", "SL"]
+    lazy = FittedModels(builders={"x": builder("x")})  # type: ignore[dict-item]
+    del lazy["x"]
+    assert list(lazy) == [] and built == ["SL", "BOCK"]  # dropped unbuilt: never built

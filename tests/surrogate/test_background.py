@@ -1,0 +1,114 @@
+"""background_fits: the chosen kernel first, the round's other kernels in a worker process.
+
+Rounds run with the default configuration (prequential criterion, a guard round, kept
+kernels, offline proposals) on the same data with fits in the background and in this
+process, and must agree bit for bit: every decision and score of every round, the warm
+starts the next round starts from, and the saved state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from botorch.utils.datasets import SupervisedDataset
+
+from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.surrogate.fitting import FitStart
+
+DIM = 8
+NAMES = [f"x{i}" for i in range(DIM)]
+SIZES = (14, 18, 22, 26)  # a guard round, then rounds chosen by held-out forecasts
+SETTINGS = {"population_size": 6, "proposals_per_round": 2, "fit_maxiter": 30, "seed": 0}
+
+
+def _data(n: int) -> SupervisedDataset:
+    X = torch.quasirandom.SobolEngine(DIM, scramble=True, seed=3).draw(n, dtype=torch.float64)
+    y = (X[:, :3] - 0.3).pow(2).sum(-1) + 0.2 * torch.sin(6 * X[:, 3])
+    Y = ((y - y.mean()) / y.std()).unsqueeze(-1)
+    return SupervisedDataset(X, Y, feature_names=NAMES, outcome_names=["f"])
+
+
+DIGEST = SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM)
+
+
+def _run(mode: str, **kwargs: Any) -> tuple[KernelDiscoverySurrogate, list[dict[str, Any]]]:
+    """Four rounds; after each, the saved state (which completes a background round)."""
+    config = KernelDiscoveryConfig(background_fits=mode, **SETTINGS)  # type: ignore[arg-type]
+    s = KernelDiscoverySurrogate(config, **kwargs)
+    s.objective_weights = {"f": -1.0}
+    states = []
+    for n in SIZES:
+        s.fit([_data(n)], DIGEST)
+        states.append(s.state_dict_json())
+    s.close()
+    return s, states
+
+
+def _without_timings(state: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        **state,
+        "history": [{k: v for k, v in r.items() if k != "timings"} for r in state["history"]],
+    }
+
+
+def _same_rounds(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> None:
+    assert [_without_timings(x) for x in a] == [_without_timings(x) for x in b]
+
+
+@pytest.fixture(scope="module")
+def in_process() -> tuple[KernelDiscoverySurrogate, list[dict[str, Any]]]:
+    return _run("off")
+
+
+def test_rounds_fitted_in_the_background_equal_rounds_fitted_in_process(
+    in_process: tuple[KernelDiscoverySurrogate, list[dict[str, Any]]],
+) -> None:
+    off, off_states = in_process
+    on, on_states = _run("on")
+    _same_rounds(on_states, off_states)
+    history = on.history
+    assert history[0].guarded and not history[-1].guarded
+    assert any(r.accepted for r in history), "no new kernel joined: nothing was compared"
+    for rec in history:  # every round fitted its other kernels in a worker
+        assert rec.timings["background_fits"] > 0
+    for rec in off.history:
+        assert "background_fits" not in rec.timings
+    warm_off = off.outcome_states["f"].warm
+    warm_on = on.outcome_states["f"].warm
+    assert warm_on.keys() == warm_off.keys()
+    for name, params in warm_off.items():
+        assert all(torch.equal(warm_on[name][k], v) for k, v in params.items()), name
+
+
+def test_fits_that_cannot_go_to_a_worker_run_in_process_with_the_same_result(
+    in_process: tuple[KernelDiscoverySurrogate, list[dict[str, Any]]],
+) -> None:
+    # a start rule defined in a function cannot be pickled for the worker: the round's
+    # other kernels are then fitted here when the round is completed, as fits in process
+    def local_rule(
+        cand: KernelCandidate,
+        members: Sequence[KernelCandidate],
+        warm: Mapping[str, Mapping[str, torch.Tensor]],
+        dim: int,
+    ) -> FitStart | None:
+        return None  # GPyTorch's initial values, as without a start rule
+
+    on, on_states = _run("on", start_rule=local_rule)
+    _same_rounds(on_states, in_process[1])
+    for rec in on.history:
+        assert "background_fits" not in rec.timings and "background_wait" in rec.timings
+
+
+def test_a_round_that_needs_its_fits_to_choose_fits_in_process() -> None:
+    config = KernelDiscoveryConfig(
+        background_fits="on", criterion="lbo_crps", guard_rounds=0, **SETTINGS
+    )  # type: ignore[arg-type]
+    s = KernelDiscoverySurrogate(config)
+    s.fit([_data(14)], DIGEST)
+    assert "background_fits" not in s.history[-1].timings
+    s.close()
