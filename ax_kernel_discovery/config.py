@@ -246,7 +246,8 @@ class KernelDiscoveryConfig(BaseModel):
         "halves, fits in this process). The choices, scores and saved state are those of "
         "fits in this process. auto: on for a CPU run that may use 2 or more cores; on: on "
         "any CPU run; off: never (a run on a GPU, or with fit_workers > 1, fits its kernels "
-        "before the acquisition).",
+        "before the acquisition). Runs side by side, one per core (a sweep with as many "
+        "workers as cores) should set off: each run's worker would take a core from another run.",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
