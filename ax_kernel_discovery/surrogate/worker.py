@@ -27,6 +27,7 @@ import atexit
 import os
 import pickle
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -182,7 +183,12 @@ atexit.register(shutdown_shared_pools)
 
 
 def main() -> None:
-    """The worker's loop: read a call, run it, write its result, until the input ends."""
+    """The worker's loop: read a call, run it, write its result, until the input ends.
+
+    Ctrl-C in a terminal reaches the whole process group: the worker ignores it and ends
+    when the parent closes its input (the parent decides what an interrupt stops).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what a call prints goes to standard error, not into the replies
     sys.stdout = sys.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -76,3 +77,11 @@ def test_the_user_s_script_is_not_run_again_in_the_worker(tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "10"
     assert log.read_text() == "ran\n"
+
+
+def test_ctrl_c_is_the_parent_s_to_handle(pool: WorkerPool) -> None:
+    # an interrupt in a terminal reaches the worker too: it goes on with its calls
+    pool.submit(operator.add, 0, 0).result(timeout=60)  # started
+    os.kill(pool.workers[0].process.pid, signal.SIGINT)
+    assert pool.submit(operator.add, 1, 1).result(timeout=60) == 2
+    assert pool.alive
