@@ -98,12 +98,20 @@ class _Worker:
                 self.dead = True
                 self.close()
                 future.set_exception(WorkerError(f"the worker process ended ({error or 'EOF'})"))
-                return
-            ok, value = pickle.loads(reply)
+                break
+            try:
+                ok, value = pickle.loads(reply)
+            except Exception as e:  # noqa: BLE001 - the worker goes on; this call failed
+                ok, value = False, f"its result could not be unpickled here: {e!r}"
             if ok:
                 future.set_result(value)
             else:
                 future.set_exception(WorkerError(value))
+        # a dead worker fails the calls it takes from now on (no call waits forever on a
+        # pool whose workers died); its thread ends with the pool's shutdown
+        while self.dead and (item := self.calls.get()) is not None:
+            if item[0].set_running_or_notify_cancel():
+                item[0].set_exception(WorkerError("the worker process ended"))
         self.close()
 
     def close(self) -> None:

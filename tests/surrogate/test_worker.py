@@ -85,3 +85,32 @@ def test_ctrl_c_is_the_parent_s_to_handle(pool: WorkerPool) -> None:
     os.kill(pool.workers[0].process.pid, signal.SIGINT)
     assert pool.submit(operator.add, 1, 1).result(timeout=60) == 2
     assert pool.alive
+
+
+class _Unloadable:
+    """Pickles in the worker; unpickling it raises (in the parent)."""
+
+    def __reduce__(self) -> tuple[object, tuple[int, int]]:
+        return operator.truediv, (1, 0)
+
+
+def unloadable() -> _Unloadable:
+    return _Unloadable()
+
+
+def test_a_result_that_cannot_be_unpickled_fails_its_call_only(pool: WorkerPool) -> None:
+    with pytest.raises(WorkerError, match="unpickled.*ZeroDivisionError"):
+        pool.submit(unloadable).result(timeout=60)
+    assert pool.submit(operator.add, 2, 2).result(timeout=60) == 4
+
+
+def test_calls_queued_behind_a_dead_worker_fail_instead_of_waiting() -> None:
+    pool = WorkerPool(1)
+    try:
+        first = pool.submit(os._exit, 3)
+        queued = pool.submit(operator.add, 1, 1)
+        for future in (first, queued):
+            with pytest.raises(WorkerError, match="ended"):
+                future.result(timeout=60)
+    finally:
+        pool.shutdown()
