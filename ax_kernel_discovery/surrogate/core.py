@@ -74,7 +74,6 @@ from ax_kernel_discovery.surrogate.fitting import (
     candidate_model_config,
     fit_pool,
     fit_round_in_worker,
-    reset_fit_pool,
 )
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
@@ -118,11 +117,13 @@ class _Pending:
     needs to complete it."""
 
     ctx: RoundContext
-    cands: list[KernelCandidate]
     accepted: list[KernelCandidate]
+    #: The choice handed on (its scores: the held-out losses of the members to choose
+    #: from, narrowed to those whose fits succeed once they are known).
     choice: Choice
-    early: EarlyChoice
+    #: The kernels fitted here before the hand-on (the chosen member).
     models: dict[str, FittedKernel]
+    #: The worker's job: the round's other kernels (``job.members``: all of them).
     job: BackgroundJob
     future: Future[BackgroundResult] | None
 
@@ -562,9 +563,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 future = fit_pool(1).submit(fit_round_in_worker, job)
             except Exception as e:  # noqa: BLE001 - the fits then run here, when collected
                 logger.info("background fits could not start (%r); fitting in process", e)
-        self._pending[ctx.outcome] = _Pending(
-            ctx, cands, accepted, choice, early, models, job, future
-        )
+        self._pending[ctx.outcome] = _Pending(ctx, accepted, choice, models, job, future)
         self._close_round(ctx, t_start)
         return model, best_config
 
@@ -583,7 +582,7 @@ class KernelDiscoverySurrogate(Surrogate):
         pending = self._pending.pop(outcome, None)
         if pending is None:
             return
-        ctx, rec = pending.ctx, pending.ctx.rec
+        ctx, rec, job = pending.ctx, pending.ctx.rec, pending.job
         t0 = time.perf_counter()
         result: BackgroundResult | None = None
         if pending.future is not None:
@@ -591,8 +590,10 @@ class KernelDiscoverySurrogate(Surrogate):
                 result = pending.future.result()
             except Exception as e:  # noqa: BLE001 - a broken worker: fit them here instead
                 logger.info("background fits failed (%r); fitting in process", e)
-                reset_fit_pool()
         rec.timings["background_wait"] = time.perf_counter() - t0
+        # Models built from here on use a fresh builder: this surrogate's hands back the
+        # model Ax cached for this dataset (the chosen one) once the round has returned it.
+        build = Surrogate()._construct_model
         fitted: dict[str, Any] = dict(pending.models)
         builders: dict[str, Callable[[], Model]] = {}
         if result is not None:
@@ -602,25 +603,15 @@ class KernelDiscoverySurrogate(Surrogate):
             for name, fit in result.fitted.items():
                 ctx.state.warm[name] = fit.warm
                 fitted[name] = (None, fit.config, fit.score)
-                # a fresh builder: this surrogate's would hand back the model Ax cached for
-                # this dataset (the chosen one) once the round has returned it
                 builders[name] = partial(
-                    Surrogate()._construct_model,
-                    ctx.dataset,
-                    ctx.search_space_digest,
-                    fit.config,
-                    fit.state,
-                    False,
+                    build, ctx.dataset, ctx.search_space_digest, fit.config, fit.state, False
                 )
-        elif pending.job.cands:
-            # here, with a fresh builder: this surrogate's hands back the model Ax cached
-            # for this dataset once the round has returned it
+        elif job.cands:
             t1 = time.perf_counter()
-            fitter = KernelFitter(self.config, Surrogate()._construct_model, self.fitter.start_rule)
-            here = fitter.fit_all(pending.job.cands, ctx, members=pending.cands, drop_slow=False)
+            fitter = KernelFitter(self.config, build, self.fitter.start_rule)
+            fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
             rec.timings["fit_and_score"] += time.perf_counter() - t1
-            fitted.update(here)
-        order = [c.name for c in pending.cands if c.name in fitted]
+        order = [c.name for c in job.members if c.name in fitted]
         models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
         self._admit_fitted(ctx, pending.accepted, models)
         if not models:
@@ -630,7 +621,7 @@ class KernelDiscoverySurrogate(Surrogate):
             if choice.guarded:
                 choice.scores = {k: v[2] for k, v in models.items()}
             else:
-                choice.scores = {k: v for k, v in pending.early.scores.items() if k in models}
+                choice.scores = {k: v for k, v in choice.scores.items() if k in models}
             self._settle(ctx, choice, models)
         ctx.state.fitted_models = FittedModels(
             {k: v[0] for k, v in models.items() if v[0] is not None},

@@ -50,7 +50,7 @@ from ax_kernel_discovery.selection import (
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext, warm_parameters
-from ax_kernel_discovery.surrogate.worker import WorkerPool, shared_pool, shutdown_shared_pools
+from ax_kernel_discovery.surrogate.worker import WorkerPool, shared_pool
 
 logger = logging.getLogger(__name__)
 
@@ -340,11 +340,8 @@ class KernelFitter:
         if done < self.config.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
         if self.config.criterion == "prequential":
-            kind, window = self.config.heldout_score, self.config.score_batches
-            losses = {m.name: m.heldout_loss(kind, window) for m in pop if m.name in models}
-            eligible = {k: v for k, v in losses.items() if v is not None}
+            eligible, ranked = self.heldout_ranking([m for m in pop if m.name in models])
             if eligible:
-                ranked = sorted(eligible, key=lambda k: (eligible[k], k))
                 best = ranked[0]
                 if self.config.tie_break == "cost":
                     best = self._cheapest_within_noise(pop, models, eligible, best)
@@ -371,12 +368,18 @@ class KernelFitter:
             return None
         if config.mixture_top_k > 1:
             return None
-        kind, window = config.heldout_score, config.score_batches
-        losses = {m.name: m.heldout_loss(kind, window) for m in ctx.population}
-        eligible = {k: v for k, v in losses.items() if v is not None}
+        eligible, ranked = self.heldout_ranking(list(ctx.population))
         if not eligible:
             return None
-        return EarlyChoice(ranked=sorted(eligible, key=lambda k: (eligible[k], k)), scores=eligible)
+        return EarlyChoice(ranked=ranked, scores=eligible)
+
+    def heldout_ranking(self, members: Sequence[Member]) -> tuple[dict[str, float], list[str]]:
+        """The members that have forecast a batch, with their held-out losses, and their
+        names best first (ties by name): what the ``prequential`` choice compares."""
+        kind, window = self.config.heldout_score, self.config.score_batches
+        losses = {m.name: m.heldout_loss(kind, window) for m in members}
+        eligible = {k: v for k, v in losses.items() if v is not None}
+        return eligible, sorted(eligible, key=lambda k: (eligible[k], k))
 
     def _heldout_losses(self, member: Member, rounds: Sequence[int]) -> Tensor:
         """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
@@ -598,9 +601,9 @@ class KernelFitter:
         for (cand, job, maxiter), future in zip(prepared, futures, strict=True):
             try:
                 state, seconds, error = future.result()
-            except Exception as e:  # noqa: BLE001 - a broken pool: fit it here instead
+            except Exception as e:  # noqa: BLE001 - a broken worker: fit it here instead
+                # (shared_pool starts a new pool next time if a worker died)
                 logger.info("fit worker failed (%r); fitting %s in this process", e, cand.name)
-                reset_fit_pool()
                 out.append(
                     self.fit_and_score(cand, ctx, refit=job.refit, maxiter=maxiter, members=members)
                 )
@@ -815,11 +818,6 @@ def fit_pool(workers: int) -> WorkerPool:
     return shared_pool(workers)
 
 
-def reset_fit_pool() -> None:
-    """Stop the fit worker pools (a broken pool); the next use starts new ones."""
-    shutdown_shared_pools()
-
-
 __all__ = [
     "GUARD_NAME",
     "BackgroundFit",
@@ -838,7 +836,6 @@ __all__ = [
     "fit_pool",
     "fit_round_in_worker",
     "inherit_from_members",
-    "reset_fit_pool",
 ]
 
 # renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)
