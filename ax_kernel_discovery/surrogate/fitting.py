@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -188,6 +189,7 @@ class KernelFitter:
         self.config = config
         self.build_model = build_model
         self._start_rule = start_rule
+        self._sizes: dict[tuple[str, int], int] = {}  # (candidate key, dim) -> hyperparameters
 
     @property
     def start_rule(self) -> StartRule | None:
@@ -327,9 +329,10 @@ class KernelFitter:
         """The round's choice among the fitted members (see :class:`Choice`).
 
         * the first ``guard_rounds`` BO rounds hand the acquisition Ax's default model;
-        * ``prequential``: the member with the lowest held-out loss among those that have
-          forecast a batch (with ``tie_break="cost"``, the cheapest member within noise of
-          it), or a mixture of the ``mixture_top_k`` best; before any member has
+        * ``prequential``: the first fitted member in :meth:`choice_order` (the lowest
+          held-out loss among those that have forecast a batch; with
+          ``tie_break="cost"``, the cheapest member within noise of it), or a mixture of
+          it and the next best of the ``mixture_top_k``; before any member has
           forecast a batch, the fit scores decide (``lbo_crps``, LOO-CRPS before the
           first batch);
         * otherwise the best fit score (:meth:`choose`).
@@ -340,13 +343,13 @@ class KernelFitter:
         if done < self.config.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
         if self.config.criterion == "prequential":
-            eligible, ranked = self.heldout_ranking([m for m in pop if m.name in models])
+            order, losses = self.choice_order(ctx)
+            eligible = {k: v for k, v in losses.items() if k in models}
             if eligible:
-                best = ranked[0]
-                if self.config.tie_break == "cost":
-                    best = self._cheapest_within_noise(pop, models, eligible, best)
+                best = next(k for k in order if k in models)
                 if self.config.mixture_top_k <= 1:
                     return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
+                ranked = sorted(eligible, key=lambda k: (eligible[k], k))
                 top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
                 return self._mixture(pop, top, eligible)
         return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
@@ -354,24 +357,59 @@ class KernelFitter:
     def choice_before_fits(self, ctx: RoundContext) -> EarlyChoice | None:
         """The round's choice as :meth:`select` will make it, known before the fits.
 
-        Under ``prequential`` (one member, ``tie_break="none"``) the choice compares
-        held-out forecasts of earlier fits, so this round's fits decide only which members
-        can still be chosen: the best-ranked member whose fit succeeds. A guard round
-        hands on Ax's default model whatever the fits give. ``None`` where the choice
-        needs this round's fit scores (another criterion, no member with a forecast yet)
-        or several fitted members (a mixture, ``tie_break="cost"``).
+        Under ``prequential`` (one member) the choice compares held-out forecasts of
+        earlier fits, so this round's fits decide only which members can still be chosen:
+        the first member of :meth:`choice_order` whose fit succeeds. A guard round hands
+        on Ax's default model whatever the fits give. ``None`` where the choice needs this
+        round's fit scores (another criterion, no member with a forecast yet) or several
+        fitted members (a mixture).
         """
         if len(ctx.history) < self.config.guard_rounds:
             return EarlyChoice(guarded=True)
-        config = self.config
-        if config.criterion != "prequential" or config.tie_break != "none":
+        if self.config.criterion != "prequential" or self.config.mixture_top_k > 1:
             return None
-        if config.mixture_top_k > 1:
+        order, losses = self.choice_order(ctx)
+        if not order:
             return None
-        eligible, ranked = self.heldout_ranking(list(ctx.population))
-        if not eligible:
-            return None
-        return EarlyChoice(ranked=ranked, scores=eligible)
+        return EarlyChoice(ranked=order, scores=losses)
+
+    def choice_order(self, ctx: RoundContext) -> tuple[list[str], dict[str, float]]:
+        """The members that have forecast a batch, in the order the ``prequential``
+        choice takes them (the first whose fit succeeds), and their held-out losses.
+
+        Best held-out loss first; with ``tie_break="cost"``, the members within one
+        paired standard error of the best come first, cheapest for the acquisition first
+        (:meth:`acquisition_cost`). The order is fixed before the round's fits, so a
+        round that fits its other kernels in the background chooses as one that fits
+        them all first.
+        """
+        pop = ctx.population
+        losses, ranked = self.heldout_ranking(list(pop))
+        if self.config.tie_break != "cost" or not ranked:
+            return ranked, losses
+        lead = pop.get(ranked[0])
+        tied = [ranked[0]]
+        for name in ranked[1:]:
+            rounds = self._common_rounds([lead, pop.get(name)])
+            if rounds and within_noise(
+                self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
+            ):
+                tied.append(name)
+        tied.sort(key=lambda k: (*self.acquisition_cost(pop.get(k).candidate, ctx.dim), losses[k], k))
+        return tied + [k for k in ranked if k not in tied], losses
+
+    def acquisition_cost(self, candidate: KernelCandidate, dim: int) -> tuple[int, int]:
+        """What ``tie_break="cost"`` compares: the kernel's structure (leaves, warps,
+        projections; :attr:`~.candidate.KernelCandidate.acquisition_cost`), then its
+        number of hyperparameters at ``dim`` inputs (a kernel that cannot be built
+        counts as the most expensive)."""
+        key = (candidate.key, dim)
+        if key not in self._sizes:
+            try:
+                self._sizes[key] = num_hyperparameters(candidate.build(dim))
+            except Exception:  # noqa: BLE001 - its fit will fail and say why
+                self._sizes[key] = sys.maxsize
+        return candidate.acquisition_cost, self._sizes[key]
 
     def heldout_ranking(self, members: Sequence[Member]) -> tuple[dict[str, float], list[str]]:
         """The members that have forecast a batch, with their held-out losses, and their
@@ -394,37 +432,6 @@ class KernelFitter:
         window = self.config.score_batches
         sets = [{h.round for h in m.heldout[-window:]} for m in members]
         return sorted(set.intersection(*sets)) if sets else []
-
-    def _cheapest_within_noise(
-        self,
-        pop: Population,
-        models: dict[str, FittedKernel],
-        eligible: dict[str, float],
-        best: str,
-    ) -> str:
-        """Among members within one paired standard error of ``best``, the cheapest.
-
-        Cost for the acquisition: the kernel's structure (leaves, warps, projections;
-        :attr:`~.candidate.KernelCandidate.acquisition_cost`), then its number of
-        hyperparameters, then the held-out loss.
-        """
-        lead = pop.get(best)
-        tied = [best]
-        for name in eligible:
-            if name == best:
-                continue
-            rounds = self._common_rounds([lead, pop.get(name)])
-            if rounds and within_noise(
-                self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
-            ):
-                tied.append(name)
-
-        def cost(name: str) -> tuple[int, int, float]:
-            covar = models[name][0].covar_module
-            size = num_hyperparameters(covar) if isinstance(covar, torch.nn.Module) else 0
-            return pop.get(name).candidate.acquisition_cost, size, eligible[name]
-
-        return min(tied, key=cost)
 
     def _mixture(self, pop: Population, top: list[str], eligible: dict[str, float]) -> Choice:
         """Weights of the members ``top`` from their held-out log densities on common points."""

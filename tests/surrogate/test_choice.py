@@ -22,7 +22,10 @@ from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import HeldOut
+from ax_kernel_discovery.selection import num_hyperparameters
 from ax_kernel_discovery.surrogate.fitting import GUARD_NAME
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import RoundContext
 
 DIM = 6
 NAMES = [f"x{i}" for i in range(DIM)]
@@ -151,8 +154,26 @@ def test_a_mixture_of_the_top_members_drives_the_acquisition() -> None:
     assert rec.mixture == {ranked[0]: 0.5, ranked[1]: 0.5} and rec.chosen == ranked[0]
 
 
+def _context(s: KernelDiscoverySurrogate, X: torch.Tensor, y: torch.Tensor) -> RoundContext:
+    """The context of a round on ``(X, y)`` after the rounds ``s`` has made."""
+    state = s.outcome_states["f"]
+    return RoundContext(
+        outcome="f",
+        state=state,
+        dataset=SupervisedDataset(
+            X, _standardize(y).unsqueeze(-1), feature_names=NAMES, outcome_names=["f"]
+        ),
+        search_space_digest=SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM),
+        rec=RoundRecord(round=len(s.history), outcome="f", n=X.shape[0], dim=DIM),
+        history=list(s.history),
+        sign=-1.0,
+    )
+
+
 def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
+    X, y = _raw(12)
     s = _surrogate(criterion="prequential", tie_break="cost")
+    _round(s, X, y)
     pop = s.population
     losses = [0.9, 1.1, 1.0, 1.2, 0.8, 1.05]
     noise = [0.3, -0.25, 0.2, -0.2, 0.1, -0.1]
@@ -161,15 +182,36 @@ def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
         values = [v + offset + jitter * e for v, e in zip(losses, noise, strict=True)]
         return [HeldOut(round=0, logpdf=[-v for v in values], crps=[0.0] * 6)]
 
+    for member in pop:
+        member.heldout = held(2.0)  # far worse than both below
     pop.get("RBF").heldout = held(0.02)  # cost 1, worse by far less than one s.e.
     pop.get("SL").heldout = held(0.0, jitter=0.0)  # cost 2, the best
-    eligible = {"RBF": pop.get("RBF").heldout_loss(), "SL": pop.get("SL").heldout_loss()}
-    fake = {k: (torch.nn.Linear(1, 1), None, 0.0) for k in eligible}
-    models = {k: (type("M", (), {"covar_module": v[0]})(), v[1], v[2]) for k, v in fake.items()}
-    assert s.fitter._cheapest_within_noise(pop, models, eligible, "SL") == "RBF"  # type: ignore[arg-type]
+    ctx = _context(s, X, y)
+    order, losses_ = s.fitter.choice_order(ctx)
+    assert losses_["SL"] < losses_["RBF"] and order[:2] == ["RBF", "SL"]
+    early = s.fitter.choice_before_fits(ctx)
+    assert early is not None and early.ranked == order  # known before the fits
+    models = {k: (None, None, 0.0) for k in order}
+    assert s.fitter.select(models, ctx).names == ["RBF"]  # type: ignore[arg-type]
+    del models["RBF"]  # its fit failed: the next in the order
+    assert s.fitter.select(models, ctx).names == ["SL"]  # type: ignore[arg-type]
     pop.get("RBF").heldout = held(0.5, jitter=0.05)  # now clearly worse
-    eligible["RBF"] = pop.get("RBF").heldout_loss()
-    assert s.fitter._cheapest_within_noise(pop, models, eligible, "SL") == "SL"  # type: ignore[arg-type]
+    order, _ = s.fitter.choice_order(ctx)
+    assert order[:2] == ["SL", "RBF"]
+
+
+def test_the_cost_tie_break_compares_structure_then_hyperparameters() -> None:
+    s = _surrogate(criterion="prequential", tie_break="cost")
+    pop = {m.name: m.candidate for m in s.population}
+    cost = {k: s.fitter.acquisition_cost(c, DIM) for k, c in pop.items()}
+    assert cost["RBF"][0] == cost["Matern52"][0] == cost["RQ"][0] == 1
+    assert cost["SL"][0] == cost["BOCK"][0] == 2  # a projecting leaf costs one more
+    assert cost["RQ"][1] == cost["RBF"][1] + 1  # RQ's alpha
+    X, y = _raw(12)
+    _round(s, X, y)
+    fitted = s.fitter.fit_and_score(pop["RQ"], _context(s, X, y), members=list(pop.values()))
+    assert fitted is not None  # the count is the fitted model's
+    assert cost["RQ"][1] == num_hyperparameters(fitted[0].covar_module)
 
 
 def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatch) -> None:  # noqa: ANN001
