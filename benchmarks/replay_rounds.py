@@ -404,12 +404,18 @@ def time_fixture(
     options: dict[str, Any],
     parts: Sequence[str] = ("fit", "acquisition"),
     seed: int = 0,
+    through: str = "recorded",
 ) -> Timing:
     """Alternating A/B timings of one fixture's round (see the module docstring).
 
     A kd round is its fit + selection, then the acquisition while the round's other
     kernels are fitted in the background (``background_fits``), then the wait for what
     is left of them: the time until the round is complete.
+
+    ``through="replayed"``: kd's acquisition runs through the model kd's own fit handed on
+    (the surrogate itself, as in an Ax run; its wait for the background fits is then
+    part of the acquisition), not through the recorded chosen kernel: for a
+    configuration that chooses differently from the recorded runs.
     """
     out = Timing()
     chosen = fixture.chosen_candidate()
@@ -427,7 +433,9 @@ def time_fixture(
                 else:
                     out.seconds["ax_fit"].append(_fit_ax(fixture)[0])
             if "acquisition" in parts:
-                if method == "kd" and kd_params is not None:
+                if kd is not None and through == "replayed":
+                    surrogate = kd
+                elif method == "kd" and kd_params is not None:
                     surrogate = fitted_surrogate(fixture, chosen, kd_params)
                 else:  # ax, or a guarded round (kd handed Ax's default model on)
                     surrogate = fitted_surrogate(fixture, None, ax_params)
@@ -562,6 +570,13 @@ def main(argv: list[str] | None = None) -> None:
         "--rounds", type=int, help="time at most this many fixtures per problem (name order)"
     )
     tm.add_argument("--parts", nargs="+", default=["fit", "acquisition"])
+    tm.add_argument(
+        "--through",
+        choices=["recorded", "replayed"],
+        default="recorded",
+        help="kd's acquisition through the recorded chosen kernel (default) or through the "
+        "model kd's replayed fit hands on (for a configuration that chooses differently)",
+    )
     tm.add_argument("--threads", type=int, default=1)
     tm.add_argument("--json", type=Path, help="also write the timings here")
     args = parser.parse_args(argv)
@@ -573,7 +588,8 @@ def main(argv: list[str] | None = None) -> None:
     fixtures = select_fixtures([Fixture.load(p) for p in args.fixtures], args.study, args.rounds)
     print(
         f"torch {torch.__version__}, threads={torch.get_num_threads()}, repeats={args.repeats} "
-        f"(alternating kd/ax, medians), kd config: {args.kd_config or 'default'}"
+        f"(alternating kd/ax, medians), kd config: {args.kd_config or 'default'}, "
+        f"kd's acquisition through the {args.through} choice"
         + (f", rounds of {args.study}" if args.study else "")
     )
     print(
@@ -586,7 +602,11 @@ def main(argv: list[str] | None = None) -> None:
     for fixture in fixtures:
         s = fixture.data["settings"]
         options = optimizer_options(s["num_restarts"], s["raw_samples"], True, s["maxiter"])
-        t = time_fixture(fixture, args.repeats, args.kd_config, options, args.parts)
+        if args.through == "replayed" and "fit" not in args.parts:
+            raise SystemExit("error: --through replayed needs the fit part (--parts fit acquisition)")
+        t = time_fixture(
+            fixture, args.repeats, args.kd_config, options, args.parts, through=args.through
+        )
         _print_fixture_row(fixture, t)
         results.append((fixture, t))
     print_summary(results)
