@@ -395,7 +395,9 @@ class KernelFitter:
                 self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
             ):
                 tied.append(name)
-        tied.sort(key=lambda k: (*self.acquisition_cost(pop.get(k).candidate, ctx.dim), losses[k], k))
+        tied.sort(
+            key=lambda k: (*self.acquisition_cost(pop.get(k).candidate, ctx.dim), losses[k], k)
+        )
         return tied + [k for k in ranked if k not in tied], losses
 
     def acquisition_cost(self, candidate: KernelCandidate, dim: int) -> tuple[int, int]:
