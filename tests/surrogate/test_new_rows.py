@@ -1,0 +1,138 @@
+"""NewRowsqLogNEI: BoTorch's qLogNEI, its joint posterior from cached baseline blocks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.surrogate import Surrogate
+from ax.generators.torch_base import TorchOptConfig
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.transforms import Normalize, Standardize
+from botorch.utils.datasets import SupervisedDataset
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.expression import leaf
+from ax_kernel_discovery.gp import KernelDiscoveryGP
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI, serves
+
+DIM = 8
+
+
+def _data(n: int = 14) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(n, DIM, generator=g, dtype=torch.float64)
+    Y = ((X[:, :3] - 0.4) ** 2).sum(-1, keepdim=True) + 0.1 * torch.sin(5 * X[:, 3:4])
+    return X, Y
+
+
+def _models() -> dict[str, SingleTaskGP]:
+    X, Y = _data()
+    spec = {"op": "sum", "args": [leaf("rbf"), leaf("matern52", warp="kumaraswamy")]}
+    warped = KernelCandidate(name="w", formula="rbf + matern52@kumaraswamy", spec=spec)
+    models = {
+        "rbf": SingleTaskGP(X, (Y - Y.mean()) / Y.std()),
+        "transforms": SingleTaskGP(
+            X * 3 - 1,
+            Y * 10,
+            input_transform=Normalize(DIM, bounds=torch.tensor([[-1.0] * DIM, [2.0] * DIM])),
+            outcome_transform=Standardize(1),
+        ),
+        "warped": KernelDiscoveryGP(X, (Y - Y.mean()) / Y.std(), covar_module=warped.build(DIM)),
+    }
+    for model in models.values():  # hyperparameters away from their initial values
+        for p in model.covar_module.parameters():
+            p.data.add_(0.1 * torch.randn_like(p))
+        model.eval()
+    return models
+
+
+def _pair(
+    model: SingleTaskGP, X: torch.Tensor, **kwargs: object
+) -> tuple[qLogNoisyExpectedImprovement, NewRowsqLogNEI]:
+    transform = ScalarizedPosteriorTransform(weights=torch.tensor([-1.0], dtype=torch.float64))
+    acqfs = []
+    for cls in (qLogNoisyExpectedImprovement, NewRowsqLogNEI):
+        torch.manual_seed(0)  # the baseline's pruning draws samples
+        acqfs.append(cls(model, X_baseline=X, posterior_transform=transform, **kwargs))
+    return acqfs[0], acqfs[1]  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("name", ["rbf", "transforms", "warped"])
+@pytest.mark.parametrize("q", [1, 3])
+def test_values_and_gradients_are_botorchs(name: str, q: int) -> None:
+    model = _models()[name]
+    X = model.train_inputs[0] if name != "transforms" else _data()[0] * 3 - 1
+    stock, fast = _pair(model, X)
+    assert fast._new_rows is not None  # served: the new rows are computed here
+    g = torch.Generator().manual_seed(100 + q)  # not the training data's seed
+    lo, hi = (-1.0, 2.0) if name == "transforms" else (0.0, 1.0)
+    Xq = (lo + (hi - lo) * torch.rand(5, q, DIM, generator=g, dtype=torch.float64)).requires_grad_()
+    v_stock = stock(Xq)
+    (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
+    v_fast = fast(Xq)
+    (g_fast,) = torch.autograd.grad(v_fast.sum(), Xq)
+    assert torch.allclose(v_fast, v_stock, rtol=1e-9, atol=1e-9)
+    assert torch.allclose(g_fast, g_stock, rtol=1e-7, atol=1e-9)
+    # the kernel between baseline and training points is not evaluated again
+    assert fast._new_rows.baseline_in_train is not None
+
+
+def test_pending_points_join_the_baseline_and_the_blocks_follow() -> None:
+    model = _models()["warped"]
+    X = model.train_inputs[0]
+    pending = torch.rand(2, DIM, dtype=torch.float64)
+    stock, fast = _pair(model, X)
+    for acqf in (stock, fast):
+        acqf.set_X_pending(pending)  # what sequential greedy optimization does
+    assert fast._new_rows is not None
+    assert fast._new_rows.baseline_inputs.shape[0] == fast.X_baseline.shape[0]
+    Xq = torch.rand(4, 1, DIM, dtype=torch.float64)
+    assert torch.allclose(fast(Xq), stock(Xq), rtol=1e-9, atol=1e-9)
+
+
+def test_models_it_cannot_serve_take_botorchs_path() -> None:
+    X, Y = _data()
+    model_list = ModelListGP(SingleTaskGP(X, Y), SingleTaskGP(X, -Y))
+    two_outputs = SingleTaskGP(X, torch.cat([Y, -Y], dim=-1))
+    assert not serves(model_list) and not serves(two_outputs)
+    assert serves(SingleTaskGP(X, Y))
+    weights = torch.tensor([1.0, 0.5], dtype=torch.float64)
+    fast = NewRowsqLogNEI(
+        two_outputs, X_baseline=X, posterior_transform=ScalarizedPosteriorTransform(weights)
+    )
+    assert fast._new_rows is None
+    assert torch.isfinite(fast(torch.rand(3, 2, DIM, dtype=torch.float64))).all()
+
+
+def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
+    X, Y = _data(16)
+    names = [f"x{i}" for i in range(DIM)]
+    dataset = SupervisedDataset(
+        X=X, Y=(Y - Y.mean()) / Y.std(), feature_names=names, outcome_names=["f"]
+    )
+    digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
+    surrogate = Surrogate()
+    surrogate.fit([dataset], digest)
+    candidates = {}
+    for cls in (qLogNoisyExpectedImprovement, NewRowsqLogNEI):
+        torch.manual_seed(0)
+        acquisition = KernelDiscoveryAcquisition(
+            surrogate=surrogate,
+            search_space_digest=digest,
+            torch_opt_config=TorchOptConfig(objective_weights=torch.tensor([[-1.0]])),
+            botorch_acqf_class=cls,
+        )
+        assert type(acquisition.acqf) is cls
+        candidates[cls], _, _ = acquisition.optimize(
+            n=2,
+            search_space_digest=digest,
+            optimizer_options={"num_restarts": 2, "raw_samples": 32, "options": {"maxiter": 20}},
+        )
+    # the same optimization up to rounding (L-BFGS-B may amplify it: compare loosely)
+    assert torch.allclose(
+        candidates[NewRowsqLogNEI], candidates[qLogNoisyExpectedImprovement], atol=1e-4
+    )
