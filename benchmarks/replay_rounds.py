@@ -34,6 +34,11 @@ its fit, then its acquisition:
   as in a run) against the dimension-scaled RBF Ax's default fit found; the same torch
   seed for both.
 
+``--through replayed`` runs kd's acquisition through the model kd's own replayed fit
+handed on (the surrogate itself, as in an Ax run), for a configuration that chooses
+differently from the recorded runs; ``--acqf new_rows`` gives both methods
+:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` instead of BoTorch's qLogNEI.
+
 The kd/ax_default ratio of a round is (fit + acquisition + wait) / (fit + acquisition);
 per problem, the ratio of the mean round times over its fixtures. The main process runs
 one torch thread (``--threads``); kd's background fits run in one more process (one
@@ -89,6 +94,7 @@ from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import optimizer_options
 from ax_kernel_discovery.surrogate import candidate_model_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import decode_tensors, encode_tensors, warm_parameters
 
 FORMAT = "axkd-replay-1"
@@ -350,8 +356,18 @@ def fitted_surrogate(
     return surrogate
 
 
+ACQFS: dict[str, type[qLogNoisyExpectedImprovement]] = {
+    "qlognei": qLogNoisyExpectedImprovement,
+    "new_rows": NewRowsqLogNEI,
+}
+
+
 def _acquire(
-    fixture: Fixture, surrogate: Surrogate, options: dict[str, Any], seed: int
+    fixture: Fixture,
+    surrogate: Surrogate,
+    options: dict[str, Any],
+    seed: int,
+    acqf: type[qLogNoisyExpectedImprovement] = qLogNoisyExpectedImprovement,
 ) -> tuple[float, bool]:
     """Seconds of one acquisition optimization, and whether its optimizer reported a failure."""
     torch.manual_seed(seed)
@@ -363,7 +379,7 @@ def _acquire(
             surrogate=surrogate,
             search_space_digest=digest,
             torch_opt_config=TorchOptConfig(objective_weights=fixture.objective_weights()),
-            botorch_acqf_class=qLogNoisyExpectedImprovement,
+            botorch_acqf_class=acqf,
         )
         acquisition.optimize(
             n=int(fixture.data["q"]), search_space_digest=digest, optimizer_options=options
@@ -405,6 +421,7 @@ def time_fixture(
     parts: Sequence[str] = ("fit", "acquisition"),
     seed: int = 0,
     through: str = "recorded",
+    acqf: str = "qlognei",
 ) -> Timing:
     """Alternating A/B timings of one fixture's round (see the module docstring).
 
@@ -415,7 +432,9 @@ def time_fixture(
     ``through="replayed"``: kd's acquisition runs through the model kd's own fit handed on
     (the surrogate itself, as in an Ax run; its wait for the background fits is then
     part of the acquisition), not through the recorded chosen kernel: for a
-    configuration that chooses differently from the recorded runs.
+    configuration that chooses differently from the recorded runs. ``acqf``: BoTorch's
+    qLogNEI, or ``new_rows`` (:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`),
+    for both methods.
     """
     out = Timing()
     chosen = fixture.chosen_candidate()
@@ -439,7 +458,7 @@ def time_fixture(
                     surrogate = fitted_surrogate(fixture, chosen, kd_params)
                 else:  # ax, or a guarded round (kd handed Ax's default model on)
                     surrogate = fitted_surrogate(fixture, None, ax_params)
-                seconds, failed = _acquire(fixture, surrogate, options, seed)
+                seconds, failed = _acquire(fixture, surrogate, options, seed, ACQFS[acqf])
                 out.seconds[f"{method}_acq"].append(seconds)
                 out.failures[method] += int(failed)
             if kd is not None and "fit" in parts:
@@ -577,6 +596,13 @@ def main(argv: list[str] | None = None) -> None:
         help="kd's acquisition through the recorded chosen kernel (default) or through the "
         "model kd's replayed fit hands on (for a configuration that chooses differently)",
     )
+    tm.add_argument(
+        "--acqf",
+        choices=sorted(ACQFS),
+        default="qlognei",
+        help="both methods' acquisition function: BoTorch's qLogNEI (default) or NewRowsqLogNEI "
+        "(the joint posterior from cached baseline blocks)",
+    )
     tm.add_argument("--threads", type=int, default=1)
     tm.add_argument("--json", type=Path, help="also write the timings here")
     args = parser.parse_args(argv)
@@ -589,7 +615,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"torch {torch.__version__}, threads={torch.get_num_threads()}, repeats={args.repeats} "
         f"(alternating kd/ax, medians), kd config: {args.kd_config or 'default'}, "
-        f"kd's acquisition through the {args.through} choice"
+        f"kd's acquisition through the {args.through} choice, acquisition function {args.acqf}"
         + (f", rounds of {args.study}" if args.study else "")
     )
     print(
@@ -603,9 +629,17 @@ def main(argv: list[str] | None = None) -> None:
         s = fixture.data["settings"]
         options = optimizer_options(s["num_restarts"], s["raw_samples"], True, s["maxiter"])
         if args.through == "replayed" and "fit" not in args.parts:
-            raise SystemExit("error: --through replayed needs the fit part (--parts fit acquisition)")
+            raise SystemExit(
+                "error: --through replayed needs the fit part (--parts fit acquisition)"
+            )
         t = time_fixture(
-            fixture, args.repeats, args.kd_config, options, args.parts, through=args.through
+            fixture,
+            args.repeats,
+            args.kd_config,
+            options,
+            args.parts,
+            through=args.through,
+            acqf=args.acqf,
         )
         _print_fixture_row(fixture, t)
         results.append((fixture, t))

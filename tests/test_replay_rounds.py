@@ -78,6 +78,31 @@ def test_a_replayed_acquisition_uses_the_recorded_kernel_and_parameters(
     assert dict(timing.failures) == {"kd": 0, "ax": 0}
 
 
+def test_a_replayed_round_acquires_through_the_replayed_choice_with_either_acqf(
+    benchmark_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    torch.set_num_threads(1)
+    fixture = rr.Fixture.load(REPLAY / "rover100__seed1__r3.json")
+    through: list[Any] = []
+    acquire = rr._acquire
+
+    def spy(fixture: Any, surrogate: Any, options: Any, seed: int, acqf: Any) -> Any:
+        through.append((type(surrogate).__name__, acqf.__name__))
+        return acquire(fixture, surrogate, options, seed, acqf)
+
+    monkeypatch.setattr(rr, "_acquire", spy)
+    options = rr.optimizer_options(1, 8, True, 2)
+    config = {"background_fits": "off", "fit_maxiter": 3}
+    timing = rr.time_fixture(fixture, 1, config, options, through="replayed", acqf="new_rows")
+    # kd's own surrogate hands the acquisition its model; Ax's default a plain Surrogate
+    assert sorted(through) == [
+        ("KernelDiscoverySurrogate", "NewRowsqLogNEI"),
+        ("Surrogate", "NewRowsqLogNEI"),
+    ]
+    assert timing.replay_choice is not None and timing.round("kd") > 0
+
+
 def _copy_checkpoint(cfg_out: Path, run_id: str, store: Path) -> Any:
     def on_round(record: dict[str, Any]) -> None:
         src = cfg_out / "checkpoints" / f"{run_id}.json"
