@@ -13,6 +13,14 @@ kernel-discovery surrogate, and BoTorch's optimizer without its empty fixed-feat
   ``None`` instead; a copy changes no value, so the acquisition values, gradients and
   candidates are the same, bit for bit.
 
+* While it optimizes, the model's hyperparameters are constants: they stop requiring
+  gradients (and require them again afterwards). The acquisition's gradient is taken
+  with respect to the candidates only, so its values do not change; but a kernel whose
+  inputs pass through a warp or feature map (:class:`~ax_kernel_discovery.kernels.
+  input_map.InputMapKernel`) can then reuse the map of the training inputs from one
+  evaluation to the next instead of recomputing it (its cache serves only where no
+  gradient can flow through the map).
+
 Otherwise it behaves exactly like Ax's :class:`Acquisition`. Every method's BoTorch step
 (:func:`ax_kernel_discovery.strategy.botorch_step`) uses it, Ax's default model included,
 so methods differ only in their models.
@@ -97,6 +105,10 @@ class KernelDiscoveryAcquisition(Acquisition):
             )
             if optimizer == "optimize_acqf":
                 options = {**(options or {}), "gen_candidates": gen_candidates_scipy_unfixed}
+        model = getattr(self.acqf, "model", None)
+        frozen = [] if model is None else [p for p in model.parameters() if p.requires_grad]
+        for p in frozen:  # the fitted hyperparameters are constants here
+            p.requires_grad_(False)
         try:
             return super().optimize(
                 n=n,
@@ -110,6 +122,8 @@ class KernelDiscoveryAcquisition(Acquisition):
                 sampling_strategy=sampling_strategy,
             )
         finally:
+            for p in frozen:
+                p.requires_grad_(True)
             # the round's other kernels were fitted meanwhile (background_fits): complete it
             finish = getattr(self.surrogate, "finish_background", None)
             if callable(finish):
