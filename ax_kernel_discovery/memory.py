@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import chain
 
 import torch
 from gpytorch.kernels import Kernel
@@ -68,9 +69,18 @@ class MemoryProbe:
         )
 
 
+def _device_of(kernel: Kernel) -> torch.device:
+    """Where the kernel's parameters and buffers live (CPU for a kernel without any)."""
+    for tensor in chain(kernel.parameters(), kernel.buffers()):
+        return tensor.device
+    return torch.device("cpu")
+
+
 def _largest(kernel: Kernel, dim: int, n: int, dtype: torch.dtype) -> int:
+    # the same inputs on every device: drawn on the CPU, then moved to the kernel's
     gen = torch.Generator().manual_seed(n)
-    x = torch.rand(n, dim, generator=gen, dtype=dtype, requires_grad=True)
+    x = torch.rand(n, dim, generator=gen, dtype=dtype, device="cpu")
+    x = x.to(_device_of(kernel)).requires_grad_()
     mode = _LargestTensor()
     with mode:
         K = kernel(x, x).to_dense()
@@ -84,7 +94,8 @@ def probe_kernel_memory(
     """Measure a kernel's largest intermediate at two sizes and extrapolate to ``n``.
 
     Args:
-        kernel: The kernel (evaluated in float64 by default, as BO fits it).
+        kernel: The kernel (evaluated in float64 by default, as BO fits it), on the
+            device it will be fitted on: the probe's inputs are drawn there.
         dim: The run's input dimension (the probe uses it as is).
         n: The run's number of points.
         dtype: Dtype of the probe inputs.

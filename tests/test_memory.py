@@ -33,6 +33,20 @@ def test_start_kernels_stay_small(cand) -> None:  # type: ignore[no-untyped-def]
     assert probe.predicted_bytes < 0.1e9  # O(n D) or O(n^2), never n^2 D
 
 
+def test_the_probe_draws_its_inputs_where_the_kernel_lives() -> None:
+    # On a GPU the validator hands the probe a kernel already moved there; inputs made
+    # without a device (the default device) then mixed devices and every new kernel was
+    # rejected as "probe failed". A default device other than the kernel's shows it here.
+    kernel = start_candidates()[3].build(40)  # BOCK: buffers and parameters of its own
+    expected = probe_kernel_memory(kernel, 40, 1000)
+    torch.set_default_device("meta")
+    try:
+        probe = probe_kernel_memory(kernel, 40, 1000)
+    finally:
+        torch.set_default_device("cpu")
+    assert probe == expected
+
+
 def test_rbf_is_not_pairwise() -> None:
     assert probe_kernel_memory(RBFKernel(ard_num_dims=500), 500, 1000).exponent < 1.5
 
