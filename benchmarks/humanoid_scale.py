@@ -13,8 +13,14 @@ before and after the round, and whether the peak stays within ``--limit-gb`` (8 
 The round's fits are capped at ``--fit-maxiter`` L-BFGS steps (new kernels 4x); memory
 does not depend on that cap, time does.
 
+``--device`` (``cpu``, the default; ``cuda``, ``cuda:N`` or ``auto``): the data, and so
+the round, go there; on CUDA the GPU's peak allocated memory
+(``torch.cuda.max_memory_allocated``) is printed too, and the round's wall time ends
+with ``torch.cuda.synchronize()``.
+
     python benchmarks/humanoid_scale.py                      # n = 1000, D = 6392
     python benchmarks/humanoid_scale.py --n 300 --fit-maxiter 10
+    python benchmarks/humanoid_scale.py --device cuda
 
 Torch runs single-threaded (``torch.set_num_threads(1)``, printed).
 """
@@ -32,10 +38,16 @@ from ax.utils.common.logger import set_ax_logger_levels
 from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
+from ax_kernel_discovery.devices import resolve_device
 
 
 def _peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KB -> GB
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(torch.device(device))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,7 +60,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--proposals", type=int, default=4)
     parser.add_argument("--limit-gb", type=float, default=8.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--device", default="cpu", help="cpu (default), cuda, cuda:N or auto (CUDA when available)"
+    )
     args = parser.parse_args(argv)
+    device = resolve_device(args.device)
+    cuda = device.startswith("cuda")
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.ERROR)
     gen = torch.Generator().manual_seed(args.seed)
@@ -56,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     w = torch.randn(args.dim, generator=gen, dtype=torch.float64) / args.dim**0.5
     Y = torch.sin(3 * X @ w).unsqueeze(-1)
     Y = (Y - Y.mean()) / Y.std()
+    X, Y = X.to(device), Y.to(device)
     names = [f"x{i}" for i in range(args.dim)]
     dataset = SupervisedDataset(X=X, Y=Y, feature_names=names, outcome_names=["f"])
     digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * args.dim)
@@ -63,19 +81,27 @@ def main(argv: list[str] | None = None) -> None:
         KernelDiscoveryConfig(
             fit_maxiter=args.fit_maxiter,
             proposals_per_round=args.proposals,
-            device="cpu",
+            device=device,
             seed=args.seed,
         )
     )
     before = _peak_gb()
+    where = device
+    if cuda:
+        where += f" ({torch.cuda.get_device_name(torch.device(device))})"
+        _sync(device)
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
+        gpu_before = torch.cuda.max_memory_allocated(torch.device(device)) / 1e9
+        where += f", GPU memory allocated before the round {gpu_before:.2f} GB"
     print(
-        f"torch {torch.__version__}, threads={torch.get_num_threads()}, n={args.n}, "
+        f"torch {torch.__version__}, device {where}, threads={torch.get_num_threads()}, n={args.n}, "
         f"D={args.dim}, fit_maxiter={args.fit_maxiter}, proposals={args.proposals}; "
         f"peak RSS before the round: {before:.2f} GB (data {X.numel() * 8 / 1e9:.2f} GB)",
         flush=True,
     )
     t0 = time.perf_counter()
     surrogate.fit(datasets=[dataset], search_space_digest=digest)
+    _sync(device)
     elapsed = time.perf_counter() - t0
     rec = surrogate.history[-1]
     peak = _peak_gb()
@@ -84,9 +110,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"fit seconds per member: {fits}")
     for r in rec.rejected:
         print(f"rejected {r.name} [{r.stage}]: {r.reason[:160]}")
+    model = surrogate.model
+    on = sorted({str(model.train_inputs[0].device), *(str(p.device) for p in model.parameters())})
+    print(f"chosen model's tensors on: {on}")
+    gpu = ""
+    if cuda:
+        gpu_peak = torch.cuda.max_memory_allocated(torch.device(device)) / 1e9
+        gpu = f"; peak GPU memory allocated {gpu_peak:.2f} GB (torch.cuda.max_memory_allocated)"
     print(
         f"round: {elapsed:.1f} s; peak RSS {peak:.2f} GB "
-        f"({'within' if peak <= args.limit_gb else 'OVER'} the {args.limit_gb:g} GB limit)"
+        f"({'within' if peak <= args.limit_gb else 'OVER'} the {args.limit_gb:g} GB limit){gpu}"
     )
 
 

@@ -56,6 +56,13 @@ became the default): ``--study FOLDER`` (``benchmarks/results/study``) checks th
 (same size, chosen kernel, ``kd_config`` and values) and ``--rounds`` keeps the first
 few per problem, for a cheap run.
 
+``--device`` (``cpu``, the default; ``cuda``, ``cuda:N`` or ``auto``) puts the fixtures'
+training data and objective weights on that device, for kd and Ax's default alike, and
+sets kd's ``KernelDiscoveryConfig.device`` to it (over ``--kd-config``); both surrogates
+follow their data's device, so both methods fit and optimize there. Timed parts end with
+``torch.cuda.synchronize()`` when CUDA is in use. kd fits in the background only on CPU
+data: on a GPU all of a round's fits run in the main process (``kd wait`` is then 0).
+
 Torch runs single-threaded (``torch.set_num_threads(1)``, printed).
 """
 
@@ -90,6 +97,7 @@ from botorch.utils.datasets import SupervisedDataset
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import optimizer_options
 from ax_kernel_discovery.surrogate import candidate_model_config
@@ -125,6 +133,7 @@ class Fixture:
 
     data: dict[str, Any]
     path: Path | None = None
+    device: str = "cpu"  # where dataset() and objective_weights() put their tensors
     X: np.ndarray = field(init=False)
     Y: np.ndarray = field(init=False)
 
@@ -135,8 +144,8 @@ class Fixture:
         self.Y = decode_array(self.data["Y"])
 
     @classmethod
-    def load(cls, path: str | Path) -> Fixture:
-        return cls(json.loads(Path(path).read_text()), Path(path))
+    def load(cls, path: str | Path, device: str = "cpu") -> Fixture:
+        return cls(json.loads(Path(path).read_text()), Path(path), device)
 
     @property
     def name(self) -> str:
@@ -153,8 +162,8 @@ class Fixture:
         Y = (y - y.mean()) / (std if std > 0 else 1.0)
         names = [f"x{i}" for i in range(self.X.shape[1])]
         return SupervisedDataset(
-            X=torch.from_numpy(self.X),
-            Y=torch.from_numpy(Y),
+            X=torch.from_numpy(self.X).to(self.device),
+            Y=torch.from_numpy(Y).to(self.device),
             feature_names=names,
             outcome_names=[METRIC],
         )
@@ -166,7 +175,9 @@ class Fixture:
 
     def objective_weights(self) -> torch.Tensor:
         # (n_objectives, n_outcomes), as Ax 1.3 passes them
-        return torch.tensor([[-1.0 if self.data["minimize"] else 1.0]], dtype=torch.float64)
+        return torch.tensor(
+            [[-1.0 if self.data["minimize"] else 1.0]], dtype=torch.float64, device=self.device
+        )
 
     def chosen_candidate(self) -> KernelCandidate | None:
         chosen = self.data["chosen"]
@@ -309,16 +320,32 @@ def _chosen(
 # --- timing ---------------------------------------------------------------------------------
 
 
+def _now() -> float:
+    """``time.perf_counter()`` after the GPU's queued work is done (when CUDA is in use)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def device_label(device: str) -> str:
+    """``device`` and, for CUDA, the GPU's name (``torch.cuda.get_device_name``)."""
+    if device.startswith("cuda"):
+        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return device
+
+
 def replay_surrogate(fixture: Fixture, config: dict[str, Any] | str) -> KernelDiscoverySurrogate:
     """A kd surrogate in the state the fixture's round started from.
 
     ``config``: fields of ``KernelDiscoveryConfig`` over the defaults, or ``"run"`` for
-    the configuration the run was made with.
+    the configuration the run was made with. Its ``device`` is the fixture's.
     """
     if config == "run":  # the configuration the run was made with
         config = fixture.data["kd_config"] or {}
     assert isinstance(config, dict)
-    cfg = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **config})
+    cfg = KernelDiscoveryConfig.model_validate(
+        {"seed": fixture.data["seed"], **config, "device": fixture.device}
+    )
     return KernelDiscoverySurrogate(cfg, state=copy.deepcopy(fixture.data["state"]))
 
 
@@ -326,19 +353,19 @@ def replay_fit(fixture: Fixture, config: dict[str, Any] | str) -> tuple[float, A
     """Seconds of kd's fit + selection of the fixture's round until the round is
     complete (fits in the background included), and the round's record."""
     surrogate = replay_surrogate(fixture, config)
-    t0 = time.perf_counter()
+    t0 = _now()
     surrogate.fit([fixture.dataset()], fixture.digest())
     surrogate.finish_background()
-    elapsed = time.perf_counter() - t0
+    elapsed = _now() - t0
     surrogate.close()
     return elapsed, surrogate.history[-1] if surrogate.history else None
 
 
 def _fit_ax(fixture: Fixture) -> tuple[float, dict[str, torch.Tensor]]:
     surrogate = Surrogate()
-    t0 = time.perf_counter()
+    t0 = _now()
     surrogate.fit([fixture.dataset()], fixture.digest())
-    elapsed = time.perf_counter() - t0
+    elapsed = _now() - t0
     return elapsed, {k: v.detach().clone() for k, v in surrogate.model.state_dict().items()}
 
 
@@ -374,7 +401,7 @@ def _acquire(
     digest = fixture.digest()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t0 = time.perf_counter()
+        t0 = _now()
         acquisition = KernelDiscoveryAcquisition(
             surrogate=surrogate,
             search_space_digest=digest,
@@ -384,7 +411,7 @@ def _acquire(
         acquisition.optimize(
             n=int(fixture.data["q"]), search_space_digest=digest, optimizer_options=options
         )
-        elapsed = time.perf_counter() - t0
+        elapsed = _now() - t0
     failed = any(
         issubclass(w.category, OptimizationWarning) or "Optimization failed" in str(w.message)
         for w in caught
@@ -446,9 +473,9 @@ def time_fixture(
             kd = replay_surrogate(fixture, kd_config) if method == "kd" else None
             if "fit" in parts:
                 if kd is not None:
-                    t0 = time.perf_counter()
+                    t0 = _now()
                     kd.fit([fixture.dataset()], fixture.digest())
-                    out.seconds["kd_fit"].append(time.perf_counter() - t0)
+                    out.seconds["kd_fit"].append(_now() - t0)
                 else:
                     out.seconds["ax_fit"].append(_fit_ax(fixture)[0])
             if "acquisition" in parts:
@@ -462,9 +489,9 @@ def time_fixture(
                 out.seconds[f"{method}_acq"].append(seconds)
                 out.failures[method] += int(failed)
             if kd is not None and "fit" in parts:
-                t0 = time.perf_counter()
+                t0 = _now()
                 kd.finish_background()
-                out.seconds["kd_wait"].append(time.perf_counter() - t0)
+                out.seconds["kd_wait"].append(_now() - t0)
                 rec = kd.history[-1] if kd.history else None
                 out.replay_choice = rec.chosen if rec is not None else None
                 if rec is not None and "background_fits" in rec.timings:
@@ -604,6 +631,12 @@ def main(argv: list[str] | None = None) -> None:
         "(the joint posterior from cached baseline blocks)",
     )
     tm.add_argument("--threads", type=int, default=1)
+    tm.add_argument(
+        "--device",
+        default="cpu",
+        help="torch device of both methods' data, fits and acquisitions: cpu (default), "
+        "cuda, cuda:N or auto (CUDA when available)",
+    )
     tm.add_argument("--json", type=Path, help="also write the timings here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads if args.command == "time" else 1)
@@ -611,9 +644,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "extract":
         extract(args.result, args.checkpoints, args.round, args.out)
         return
-    fixtures = select_fixtures([Fixture.load(p) for p in args.fixtures], args.study, args.rounds)
+    device = resolve_device(args.device)
+    fixtures = [Fixture.load(p, device) for p in args.fixtures]
+    fixtures = select_fixtures(fixtures, args.study, args.rounds)
     print(
-        f"torch {torch.__version__}, threads={torch.get_num_threads()}, repeats={args.repeats} "
+        f"torch {torch.__version__}, device {device_label(device)}, "
+        f"threads={torch.get_num_threads()}, repeats={args.repeats} "
         f"(alternating kd/ax, medians), kd config: {args.kd_config or 'default'}, "
         f"kd's acquisition through the {args.through} choice, acquisition function {args.acqf}"
         + (f", rounds of {args.study}" if args.study else "")
@@ -648,7 +684,11 @@ def main(argv: list[str] | None = None) -> None:
         args.json.write_text(
             json.dumps(
                 {
-                    f.name: {"seconds": dict(t.seconds), "failures": dict(t.failures)}
+                    f.name: {
+                        "seconds": dict(t.seconds),
+                        "failures": dict(t.failures),
+                        "device": device_label(device),
+                    }
                     for f, t in results
                 },
                 indent=1,

@@ -256,3 +256,48 @@ def test_replay_agreement_compares_a_setting_with_the_default_on_a_recorded_roun
     # from last round's forecasts under the prequential criterion) is not
     assert row["same"] and row["new_fit_scores"]
     assert all(variant != default for default, variant in row["new_fit_scores"].values())
+
+
+def test_the_device_option_moves_data_weights_and_kd_config_there(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    rr = benchmark_script("replay_rounds")
+    path = REPLAY / "svm__seed0__r3.json"
+    fixture = rr.Fixture.load(path)
+    assert fixture.device == "cpu"  # the default
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    fixture = rr.Fixture.load(path, device)
+    ds = fixture.dataset()
+    assert ds.X.device.type == ds.Y.device.type == device
+    assert fixture.objective_weights().device.type == device
+    # kd's configuration follows the fixture's device, over --kd-config's
+    surrogate = rr.replay_surrogate(fixture, {"device": "auto", "fit_maxiter": 3})
+    assert surrogate.config.device == device and surrogate.config.fit_maxiter == 3
+    surrogate.close()
+    assert rr.device_label("cpu") == "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
+def test_time_with_cuda_but_no_gpu_stops_before_any_timing(
+    benchmark_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ax_kernel_discovery.devices import DeviceUnavailableError
+
+    rr = benchmark_script("replay_rounds")
+    with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
+        rr.main(["time", str(REPLAY / "svm__seed0__r3.json"), "--device", "cuda"])
+    assert "| fixture |" not in capsys.readouterr().out
+
+
+def test_humanoid_scale_runs_a_small_round_on_the_device_it_is_given(
+    benchmark_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    hs = benchmark_script("humanoid_scale")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    hs.main(
+        ["--n", "30", "--dim", "12", "--fit-maxiter", "1", "--proposals", "1", "--device", device]
+    )
+    out = capsys.readouterr().out
+    assert f"device {device}" in out
+    assert f"chosen model's tensors on: ['{device}" in out
+    assert ("peak GPU memory allocated" in out) == (device == "cuda")
