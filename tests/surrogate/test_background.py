@@ -36,9 +36,11 @@ def _data(n: int) -> SupervisedDataset:
 DIGEST = SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM)
 
 
-def _run(mode: str, **kwargs: Any) -> tuple[KernelDiscoverySurrogate, list[dict[str, Any]]]:
+def _run(
+    mode: str, fields: Mapping[str, Any] | None = None, **kwargs: Any
+) -> tuple[KernelDiscoverySurrogate, list[dict[str, Any]]]:
     """Four rounds; after each, the saved state (which completes a background round)."""
-    config = KernelDiscoveryConfig(background_fits=mode, **SETTINGS)  # type: ignore[arg-type]
+    config = KernelDiscoveryConfig(background_fits=mode, **{**SETTINGS, **(fields or {})})  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config, **kwargs)
     s.objective_weights = {"f": -1.0}
     states = []
@@ -83,6 +85,16 @@ def test_rounds_fitted_in_the_background_equal_rounds_fitted_in_process(
     assert warm_on.keys() == warm_off.keys()
     for name, params in warm_off.items():
         assert all(torch.equal(warm_on[name][k], v) for k, v in params.items()), name
+
+
+def test_the_cost_tie_break_chooses_before_the_fits_as_after_them() -> None:
+    fields = {"tie_break": "cost"}
+    off, off_states = _run("off", fields)
+    on, on_states = _run("on", fields)
+    _same_rounds(on_states, off_states)
+    assert all(rec.timings["background_fits"] > 0 for rec in on.history)
+    chosen = [rec.chosen for rec in on.history[1:]]  # after the guard round
+    assert all(name is not None for name in chosen)
 
 
 def test_fits_that_cannot_go_to_a_worker_run_in_process_with_the_same_result(
