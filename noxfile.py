@@ -73,7 +73,9 @@ def bench(session: nox.Session) -> None:
     args = session.posargs or [
         *sorted(str(p) for p in Path("benchmarks/results/replay").glob("*.json")),
         "--study",
-        "benchmarks/results/study",
+        "benchmarks/results/study/preq_keep",  # the fixtures' runs
+        "--through",
+        "replayed",  # the default configuration's own choice and model
         "--rounds",
         "1",
         "--repeats",

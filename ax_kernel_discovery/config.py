@@ -116,12 +116,14 @@ class KernelDiscoveryConfig(BaseModel):
         "held-out log score), pseudo_bma (proportional to exp of the summed held-out log "
         "densities) or equal.",
     )
-    tie_break: Literal["none", "cost"] = Field(
-        "none",
+    tie_break: Literal["auto", "none", "cost"] = Field(
+        "auto",
         description="criterion='prequential': cost chooses, among the members whose held-out "
         "losses are within one paired standard error of the best's, the one cheapest for the "
         "acquisition (fewest kernel leaves, warps and projections; then fewest "
-        "hyperparameters); none: always the best score.",
+        "hyperparameters); none: always the best score; auto: cost under the prequential "
+        "criterion, none under the others (the study's choice: cheaper acquisitions, no "
+        "difference in quality on 5 seeds per problem; docs/concepts.md).",
     )
     selection: Literal["full", "halving", "auto"] = Field(
         "auto",
@@ -451,10 +453,10 @@ class KernelDiscoveryConfig(BaseModel):
                     "mixture_top_k > 1 weights members by their held-out forecasts: set "
                     "criterion='prequential'"
                 )
-            if self.tie_break != "none":
+            if self.tie_break == "cost":
                 raise ValueError(
                     "tie_break='cost' compares members' held-out losses point by point: set "
-                    "criterion='prequential'"
+                    "criterion='prequential', or tie_break='auto'"
                 )
         return self
 
@@ -480,6 +482,12 @@ class KernelDiscoveryConfig(BaseModel):
                 "(Kernel classes) or 'pair' (covariance(x, y, p) functions), got 'function'"
             )
         return self
+
+    def resolved_tie_break(self) -> Literal["none", "cost"]:
+        """The tie rule in force: ``auto`` is ``cost`` under the prequential criterion."""
+        if self.tie_break == "auto":
+            return "cost" if self.criterion == "prequential" else "none"
+        return self.tie_break
 
     def resolved_proposal_format(self) -> Literal["expression", "code"]:
         """``proposal_format`` with ``auto`` resolved: expression for the local model."""

@@ -48,13 +48,15 @@ failure (``OptimizationWarning``) are counted.
     python benchmarks/replay_rounds.py extract RESULT.json CKPT_BEFORE.json [CKPT_AFTER.json] \\
         --round 5 --out benchmarks/results/replay/rover100__seed0__r5.json
     python benchmarks/replay_rounds.py time benchmarks/results/replay/*.json --repeats 3 \\
-        --study benchmarks/results/study --rounds 1
+        --study benchmarks/results/study/preq_keep --through replayed --rounds 1
 
-The committed fixtures are rounds of the study's default kd runs (made as the variant
-``preq_keep``: prequential criterion, one guard round, RBF and Matern-5/2 kept, which
-became the default): ``--study FOLDER`` (``benchmarks/results/study``) checks that each is a round of them
-(same size, chosen kernel, ``kd_config`` and values) and ``--rounds`` keeps the first
-few per problem, for a cheap run.
+The committed fixtures are rounds of the study's variant ``preq_keep`` (prequential
+criterion, one guard round, RBF and Matern-5/2 kept: the default until the cost tie rule,
+``tie_break="auto"``): ``--study FOLDER`` (``benchmarks/results/study/preq_keep``) checks
+that each is a round of those runs (same size, chosen kernel, ``kd_config`` and values)
+and ``--rounds`` keeps the first few per problem, for a cheap run. Under the default
+configuration kd may choose another kernel than the recorded one: ``--through replayed``
+times the acquisition through kd's own choice (what ``nox -s bench`` runs).
 
 ``--device`` (``cpu``, the default; ``cuda``, ``cuda:N`` or ``auto``) puts the fixtures'
 training data and objective weights on that device, for kd and Ax's default alike, and

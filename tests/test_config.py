@@ -44,7 +44,12 @@ def test_defaults() -> None:
     # the study's choice (docs/results.md, variant preq_keep on 5 seeds), not the paper's
     assert cfg.criterion == "prequential" and cfg.heldout_score == "log"
     assert cfg.guard_rounds == 1 and cfg.keep_kernels == ("RBF", "Matern52")
-    assert cfg.mixture_top_k == 1 and cfg.tie_break == "none"
+    # ... and the cheapest member within noise of the best (docs/concepts.md: cheaper
+    # acquisitions, no difference in quality on 5 seeds per problem)
+    assert cfg.mixture_top_k == 1 and cfg.resolved_tie_break() == "cost"
+    assert KernelDiscoveryConfig(criterion="lbo_crps").resolved_tie_break() == "none"
+    with pytest.raises(ValueError, match="tie_break='auto'"):
+        KernelDiscoveryConfig(criterion="lbo_crps", tie_break="cost")
     assert cfg.proposer == "offline"
     assert cfg.resolved_device() in ("cpu", "cuda")
 

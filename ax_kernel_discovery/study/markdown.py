@@ -132,10 +132,12 @@ def study_markdown(
         "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
         "paired by seed with the default kd (positive Δ: the variant is better). The default "
         "kd selects by the held-out forecast (`criterion='prequential'`, `guard_rounds=1`, "
-        "`keep_kernels=('RBF', 'Matern52')`: the screened variant `preq_keep`, chosen on 5 "
-        "seeds per problem). The previous default, LBO-CRPS, is the variant `lbo`; the paper's "
-        "LOO-CRPS is `loo`. Every variant's config lists its fields on top of the previous "
-        "defaults (LBO-CRPS, no guard round, no kept kernels), with which all were run. "
+        "`keep_kernels=('RBF', 'Matern52')`, and `tie_break='auto'`: the cheapest member "
+        "within noise of the best; its runs are the study's kd rows). The default before "
+        "the tie rule is the variant `preq_keep` (screened on 5 seeds per problem); the one "
+        "before it, LBO-CRPS, is `lbo`; the paper's LOO-CRPS is `loo`. Every variant's "
+        "config lists its fields on top of the defaults of its time (the earliest: LBO-CRPS, "
+        "no guard round, no kept kernels, no tie rule), with which all were run. "
         "A `NAME:cake` row is CAKE run with the variant's LLM settings.",
         "",
         *_variants_markdown(summary),

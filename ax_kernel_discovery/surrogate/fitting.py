@@ -385,7 +385,7 @@ class KernelFitter:
         """
         pop = ctx.population
         losses, ranked = self.heldout_ranking(list(pop))
-        if self.config.tie_break != "cost" or not ranked:
+        if self.config.resolved_tie_break() != "cost" or not ranked:
             return ranked, losses
         lead = pop.get(ranked[0])
         tied = [ranked[0]]

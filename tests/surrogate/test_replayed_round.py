@@ -57,7 +57,9 @@ def round_summary(
     """What the round of fixture ``name`` decides, replayed with the default configuration
     (and ``settings``); its record and surrogate are appended to the lists given."""
     fixture = rr.Fixture.load(ROOT / "benchmarks" / "results" / "replay" / f"{name}.json")
-    config = KernelDiscoveryConfig.model_validate({"seed": fixture.data["seed"], **settings})
+    # the recorded runs' selection: the default then, before tie_break="auto" (cost)
+    fields = {"seed": fixture.data["seed"], "tie_break": "none", **settings}
+    config = KernelDiscoveryConfig.model_validate(fields)
     surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
