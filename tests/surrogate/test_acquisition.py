@@ -25,17 +25,29 @@ from ax_kernel_discovery.surrogate.acquisition import (
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 
 DIM = 40
+WARPED = KernelCandidate(
+    name="w",
+    formula="rbf + rbf@tanh",
+    spec={"op": "sum", "args": [leaf("rbf"), leaf("rbf", warp="tanh")]},
+)
 
 
-def _fitted_surrogate() -> tuple[Surrogate, SearchSpaceDigest]:
-    g = torch.Generator().manual_seed(0)
+def _fitted_surrogate(
+    candidate: KernelCandidate | None = None, seed: int = 0
+) -> tuple[Surrogate, SearchSpaceDigest]:
+    """A surrogate fitted on 16 points in D = 40: Ax's default model, or ``candidate``'s."""
+    g = torch.Generator().manual_seed(seed)
     X = torch.rand(16, DIM, generator=g, dtype=torch.float64)
     Y = ((X[:, :3] - 0.3) ** 2).sum(-1, keepdim=True)
     Y = (Y - Y.mean()) / Y.std()
     names = [f"x{i}" for i in range(DIM)]
     dataset = SupervisedDataset(X=X, Y=Y, feature_names=names, outcome_names=["f"])
     digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
-    surrogate = Surrogate()
+    if candidate is None:
+        surrogate = Surrogate()
+    else:
+        config = candidate_model_config(candidate, maxiter=5)
+        surrogate = Surrogate(surrogate_spec=SurrogateSpec(model_configs=[config]))
     surrogate.fit([dataset], digest)
     return surrogate, digest
 
@@ -87,23 +99,6 @@ def test_fixed_features_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     assert torch.all(candidates[:, 3] == 0.25)
 
 
-def _warped_surrogate() -> tuple[Surrogate, SearchSpaceDigest]:
-    g = torch.Generator().manual_seed(1)
-    X = torch.rand(16, DIM, generator=g, dtype=torch.float64)
-    Y = ((X[:, :3] - 0.3) ** 2).sum(-1, keepdim=True)
-    Y = (Y - Y.mean()) / Y.std()
-    names = [f"x{i}" for i in range(DIM)]
-    dataset = SupervisedDataset(X=X, Y=Y, feature_names=names, outcome_names=["f"])
-    digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
-    spec = {"op": "sum", "args": [leaf("rbf"), leaf("rbf", warp="tanh")]}
-    candidate = KernelCandidate(name="w", formula="rbf + rbf@tanh", spec=spec)
-    surrogate = Surrogate(
-        surrogate_spec=SurrogateSpec(model_configs=[candidate_model_config(candidate, maxiter=5)])
-    )
-    surrogate.fit([dataset], digest)
-    return surrogate, digest
-
-
 def test_constant_hyperparameters_let_the_warp_of_the_training_inputs_be_reused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -118,7 +113,7 @@ def test_constant_hyperparameters_let_the_warp_of_the_training_inputs_be_reused(
     candidates, maps = {}, {}
     for cls in (KernelDiscoveryAcquisition, Acquisition):
         torch.manual_seed(0)
-        surrogate, digest = _warped_surrogate()
+        surrogate, digest = _fitted_surrogate(WARPED, seed=1)
         acquisition = cls(
             surrogate=surrogate,
             search_space_digest=digest,
