@@ -250,7 +250,9 @@ def test_replay_agreement_compares_a_setting_with_the_default_on_a_recorded_roun
     agreement = benchmark_script("replay_agreement")
     fixture = rr.Fixture.load(REPLAY / "svm__seed0__r3.json")
     row = agreement.compare(fixture, {"fit_maxiter": 1}, repeats=1)
-    assert row["default"] == "off_r1_1:(rbf+poly2@tanh)"  # the run's own choice
+    # the default's choice: the run (before the cost tie rule) chose (rbf+poly2@tanh);
+    # RQ forecast the last batches within noise of it and is cheaper for the acquisition
+    assert row["default"] == "RQ"
     assert row["t_default"] > 0 and row["t_variant"] > 0
     # one L-BFGS step instead of 50: the new kernels' fits are worse, the choice (made
     # from last round's forecasts under the prequential criterion) is not

@@ -291,6 +291,7 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
         seed=0,
         selection="halving",
         halving_keep=2,
+        tie_break="none",  # the best score chooses
     )
     client = make_client(config)
     surrogate = find_surrogate(client)
