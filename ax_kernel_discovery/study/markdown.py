@@ -485,7 +485,11 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Best value so far at each checkpoint, and the time per round:",
+        "Best value so far at each checkpoint, and the time per round. Each run's time is "
+        "that of the session that made it: runs made at different times ran other code "
+        "(the acquisition got cheaper for every method since the first runs) under other "
+        "loads, so compare methods' costs with `benchmarks/replay_rounds.py time` (the same "
+        "rounds in one process), not across these columns:",
         "",
         *_variant_checkpoints_markdown(summary),
     ]
