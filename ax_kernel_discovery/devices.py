@@ -17,6 +17,7 @@ __all__ = [
     "DeviceUnavailableError",
     "check_device",
     "check_device_name",
+    "device_label",
     "resolve_device",
     "usable_cores",
 ]
@@ -28,6 +29,14 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def device_label(device: str) -> str:
+    """``device`` and, for a CUDA device, the GPU's name (``torch.cuda.get_device_name``),
+    as benchmarks print it."""
+    if device.startswith("cuda"):
+        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return device
 
 
 def check_device_name(device: str) -> str:

@@ -38,7 +38,7 @@ from ax.utils.common.logger import set_ax_logger_levels
 from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
-from ax_kernel_discovery.devices import resolve_device
+from ax_kernel_discovery.devices import device_label, resolve_device
 
 
 def _peak_gb() -> float:
@@ -86,9 +86,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     before = _peak_gb()
-    where = device
+    where = device_label(device)
     if cuda:
-        where += f" ({torch.cuda.get_device_name(torch.device(device))})"
         _sync(device)
         torch.cuda.reset_peak_memory_stats(torch.device(device))
         gpu_before = torch.cuda.max_memory_allocated(torch.device(device)) / 1e9

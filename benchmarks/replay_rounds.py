@@ -99,7 +99,7 @@ from botorch.utils.datasets import SupervisedDataset
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.devices import resolve_device
+from ax_kernel_discovery.devices import device_label, resolve_device
 from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import optimizer_options
 from ax_kernel_discovery.surrogate import candidate_model_config
@@ -327,13 +327,6 @@ def _now() -> float:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
     return time.perf_counter()
-
-
-def device_label(device: str) -> str:
-    """``device`` and, for CUDA, the GPU's name (``torch.cuda.get_device_name``)."""
-    if device.startswith("cuda"):
-        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    return device
 
 
 def replay_surrogate(fixture: Fixture, config: dict[str, Any] | str) -> KernelDiscoverySurrogate:
