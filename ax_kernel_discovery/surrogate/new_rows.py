@@ -61,9 +61,8 @@ class _BaselineBlocks:
 
     train_inputs: Tensor  # n x d, as the kernel sees them (input-transformed)
     baseline_inputs: Tensor  # n_b x d, input-transformed
-    baseline_in_train: (
-        Tensor | None
-    )  # index among the training points of the leading baseline points
+    # the index among the training points of the leading baseline points
+    baseline_in_train: Tensor | None
     mean_cache: Tensor  # n
     root: Tensor  # n x r, S S^T = (K_TT + Sigma)^-1
     baseline_w: Tensor  # n_b x r, K_BT S
