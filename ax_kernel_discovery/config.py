@@ -251,6 +251,17 @@ class KernelDiscoveryConfig(BaseModel):
         "before the acquisition). Runs side by side, one per core (a sweep with as many "
         "workers as cores) should set off: each run's worker would take a core from another run.",
     )
+    acquisition: Literal["new_rows", "botorch"] = Field(
+        "new_rows",
+        description="How qLogNEI, the acquisition function of kd's strategies when they "
+        "name none, computes its joint posterior at each optimizer step. new_rows: "
+        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from the baseline's "
+        "blocks, cached once, and the new points' rows: the same values as BoTorch's to "
+        "1e-9, at a lower cost per step, most so for composite and warped kernels, whose "
+        "every kernel evaluation costs more. botorch: BoTorch's "
+        "qLogNoisyExpectedImprovement, which evaluates the kernel on the baseline again at "
+        "every step (the acquisition of the study's kd runs before this default).",
+    )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
     )

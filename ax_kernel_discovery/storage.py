@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ax.generation_strategy.generation_node import GenerationNode
 from ax.storage.botorch_modular_registry import (
     register_acquisition,
+    register_acquisition_function,
     register_kernel,
     register_model,
 )
@@ -47,6 +48,7 @@ from ax_kernel_discovery.strategy import SobolHandOver
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 if TYPE_CHECKING:
@@ -89,7 +91,8 @@ def register_surrogate_class(cls: type[KernelDiscoverySurrogate]) -> None:
 
 
 def register_storage() -> None:
-    """Register the surrogate, its kernel class, acquisition and the Sobol node's cap
+    """Register the surrogate, its kernel class, acquisition (and acquisition function,
+    :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`) and the Sobol node's cap
     (:class:`~ax_kernel_discovery.strategy.SobolHandOver`) with Ax (idempotent)."""
     global _DONE
     if _DONE:
@@ -98,6 +101,7 @@ def register_storage() -> None:
     register_transform(KeepNonFiniteOut)
     register_model(KernelDiscoveryGP)
     register_acquisition(KernelDiscoveryAcquisition)
+    register_acquisition_function(NewRowsqLogNEI)
     register_surrogate_class(KernelDiscoverySurrogate)
     CORE_ENCODER_REGISTRY[GenerationNode] = generation_node_with_state_to_dict
     CORE_ENCODER_REGISTRY[SobolHandOver] = pausing_criterion_to_dict

@@ -36,8 +36,11 @@ its fit, then its acquisition:
 
 ``--through replayed`` runs kd's acquisition through the model kd's own replayed fit
 handed on (the surrogate itself, as in an Ax run), for a configuration that chooses
-differently from the recorded runs; ``--acqf new_rows`` gives both methods
-:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` instead of BoTorch's qLogNEI.
+differently from the recorded runs. Each method's acquisition function is its default:
+for kd ``KernelDiscoveryConfig.acquisition`` (by default
+:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI from the new
+rows), for Ax's default BoTorch's qLogNEI; ``--acqf qlognei`` or ``--acqf new_rows``
+gives both methods the same one.
 
 The kd/ax_default ratio of a round is (fit + acquisition + wait) / (fit + acquisition);
 per problem, the ratio of the mean round times over its fixtures. The main process runs
@@ -443,7 +446,7 @@ def time_fixture(
     parts: Sequence[str] = ("fit", "acquisition"),
     seed: int = 0,
     through: str = "recorded",
-    acqf: str = "qlognei",
+    acqf: str | None = None,
 ) -> Timing:
     """Alternating A/B timings of one fixture's round (see the module docstring).
 
@@ -454,9 +457,10 @@ def time_fixture(
     ``through="replayed"``: kd's acquisition runs through the model kd's own fit handed on
     (the surrogate itself, as in an Ax run; its wait for the background fits is then
     part of the acquisition), not through the recorded chosen kernel: for a
-    configuration that chooses differently from the recorded runs. ``acqf``: BoTorch's
-    qLogNEI, or ``new_rows`` (:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`),
-    for both methods.
+    configuration that chooses differently from the recorded runs. ``acqf``: ``None``
+    for each method's default (kd's ``config.acquisition``, Ax's qLogNEI), or BoTorch's
+    ``qlognei`` or ``new_rows``
+    (:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`) for both methods.
     """
     out = Timing()
     chosen = fixture.chosen_candidate()
@@ -480,7 +484,13 @@ def time_fixture(
                     surrogate = fitted_surrogate(fixture, chosen, kd_params)
                 else:  # ax, or a guarded round (kd handed Ax's default model on)
                     surrogate = fitted_surrogate(fixture, None, ax_params)
-                seconds, failed = _acquire(fixture, surrogate, options, seed, ACQFS[acqf])
+                if acqf is not None:
+                    acqf_class = ACQFS[acqf]
+                elif kd is not None:
+                    acqf_class = kd.default_acqf_class
+                else:
+                    acqf_class = qLogNoisyExpectedImprovement
+                seconds, failed = _acquire(fixture, surrogate, options, seed, acqf_class)
                 out.seconds[f"{method}_acq"].append(seconds)
                 out.failures[method] += int(failed)
             if kd is not None and "fit" in parts:
@@ -621,9 +631,10 @@ def main(argv: list[str] | None = None) -> None:
     tm.add_argument(
         "--acqf",
         choices=sorted(ACQFS),
-        default="qlognei",
-        help="both methods' acquisition function: BoTorch's qLogNEI (default) or NewRowsqLogNEI "
-        "(the joint posterior from cached baseline blocks)",
+        default=None,
+        help="both methods' acquisition function: BoTorch's qLogNEI or NewRowsqLogNEI (the "
+        "joint posterior from cached baseline blocks); default: each method's own (kd's "
+        "config.acquisition, NewRowsqLogNEI by default; BoTorch's qLogNEI for Ax's default)",
     )
     tm.add_argument("--threads", type=int, default=1)
     tm.add_argument(
@@ -646,7 +657,8 @@ def main(argv: list[str] | None = None) -> None:
         f"torch {torch.__version__}, device {device_label(device)}, "
         f"threads={torch.get_num_threads()}, repeats={args.repeats} "
         f"(alternating kd/ax, medians), kd config: {args.kd_config or 'default'}, "
-        f"kd's acquisition through the {args.through} choice, acquisition function {args.acqf}"
+        f"kd's acquisition through the {args.through} choice, acquisition function "
+        + (args.acqf or "each method's default")
         + (f", rounds of {args.study}" if args.study else "")
     )
     print(
@@ -683,6 +695,7 @@ def main(argv: list[str] | None = None) -> None:
                         "seconds": dict(t.seconds),
                         "failures": dict(t.failures),
                         "device": device_label(device),
+                        "acqf": args.acqf or "default",
                     }
                     for f, t in results
                 },

@@ -36,6 +36,7 @@ from ax_kernel_discovery import (
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")
 # SQLAlchemy 2 on Ax's own column type (Ax's code, harmless)
@@ -229,6 +230,10 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     from_json = Client.load_from_json_file(str(json_path))
     assert_same_state(live, find_surrogate(from_sql))
     assert_same_state(find_surrogate(from_json), find_surrogate(from_sql))
+    # kd's acquisition function (registered with Ax's storage) comes back with the node
+    for reloaded in (from_sql, from_json):
+        node = reloaded._generation_strategy._nodes[-1]
+        assert node.generator_specs[0].generator_kwargs["botorch_acqf_class"] is NewRowsqLogNEI
 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)

@@ -33,9 +33,11 @@ from ax_kernel_discovery.strategy import (
     PAPER_ACQUISITION,
     AcquisitionOptions,
     SobolHandOver,
+    default_acqf_class,
     optimizer_options,
     sobol_then_botorch,
 )
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
 
 torch.set_num_threads(1)
@@ -172,7 +174,7 @@ def _optimizer_kwargs(gs) -> dict:  # noqa: ANN001
 
 def test_acquisition_options_are_axs_defaults_or_the_papers() -> None:
     assert AcquisitionOptions().optimizer_kwargs() == {}
-    assert AcquisitionOptions().botorch_acqf_class is qLogNoisyExpectedImprovement
+    assert AcquisitionOptions().botorch_acqf_class is None  # the surrogate's default
     paper = AcquisitionOptions.paper()
     assert paper == AcquisitionOptions(**PAPER_ACQUISITION)
     assert paper.optimizer_kwargs() == optimizer_options(**PAPER_ACQUISITION)
@@ -209,6 +211,29 @@ def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhe
     assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogNoisyExpectedImprovement
     gs = baselines.get_method("ax_default", acquisition=logei.updated(acqf_options={"eta": 0.1}))
     assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
+
+
+def test_kernel_discovery_computes_qlognei_from_new_rows_unless_told_otherwise() -> None:
+    """kd's strategies pair it with NewRowsqLogNEI; its config, an explicit class or the
+    acquisition object choose otherwise; every baseline keeps BoTorch's qLogNEI."""
+    assert _bo_kwargs(kernel_discovery_generation_strategy())["botorch_acqf_class"] is (
+        NewRowsqLogNEI
+    )
+    assert _bo_kwargs(baselines.get_method("kd"))["botorch_acqf_class"] is NewRowsqLogNEI
+    botorch = KernelDiscoveryConfig(acquisition="botorch")
+    assert _bo_kwargs(baselines.get_method("kd", config=botorch))["botorch_acqf_class"] is (
+        qLogNoisyExpectedImprovement
+    )
+    plain = AcquisitionOptions(botorch_acqf_class=qLogNoisyExpectedImprovement)
+    assert _bo_kwargs(kernel_discovery_generation_strategy(acquisition=plain))[
+        "botorch_acqf_class"
+    ] is (qLogNoisyExpectedImprovement)
+    for name in ("ax_default", "rbf", "bock", "compositional"):
+        kwargs = _bo_kwargs(baselines.get_method(name))
+        assert kwargs["botorch_acqf_class"] is qLogNoisyExpectedImprovement, name
+    assert default_acqf_class(object()) is qLogNoisyExpectedImprovement
+    with pytest.raises(ValueError, match="acquisition"):
+        KernelDiscoveryConfig(acquisition="fast")  # type: ignore[arg-type]
 
 
 def test_a_run_config_is_built_with_its_acquisition_settings() -> None:

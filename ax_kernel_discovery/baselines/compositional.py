@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -69,6 +71,11 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         >>> s.config.criterion
         'bic'
     """
+
+    @property
+    def default_acqf_class(self) -> type[AcquisitionFunction]:
+        """BoTorch's qLogNEI, as in the study's runs of this baseline."""
+        return qLogNoisyExpectedImprovement
 
     def __init__(
         self,

@@ -49,6 +49,8 @@ from typing import Any
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
@@ -75,6 +77,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     fit_pool,
     fit_round_in_worker,
 )
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import (
     FittedModels,
@@ -160,6 +163,12 @@ class KernelDiscoverySurrogate(Surrogate):
         history: One :class:`RoundRecord` per round and outcome.
         admission: The candidate checks (:class:`CandidateAdmission`).
         fitter: The fit, score and choice steps (:class:`KernelFitter`).
+        default_acqf_class: The acquisition function the package's strategy builders
+            pair it with when none is named, by ``config.acquisition``:
+            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (the
+            default: qLogNEI computed from the new rows, equal to BoTorch's to 1e-9,
+            cheaper per optimizer step) or BoTorch's ``qLogNoisyExpectedImprovement``.
+            The baselines built on this class keep BoTorch's, as in the study's runs.
 
     Example:
         >>> surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=8))
@@ -226,6 +235,15 @@ class KernelDiscoverySurrogate(Surrogate):
         self._config = value
         self.admission.config = value
         self.fitter.config = value
+
+    @property
+    def default_acqf_class(self) -> type[AcquisitionFunction]:
+        """The acquisition function strategies pair this surrogate with when they name
+        none (``config.acquisition``; see
+        :func:`~ax_kernel_discovery.strategy.default_acqf_class`)."""
+        if self._config.acquisition == "new_rows":
+            return NewRowsqLogNEI
+        return qLogNoisyExpectedImprovement
 
     @property
     def history(self) -> list[RoundRecord]:
