@@ -101,6 +101,19 @@ def test_a_replayed_round_acquires_through_the_replayed_choice_with_either_acqf(
         ("Surrogate", "NewRowsqLogNEI"),
     ]
     assert timing.replay_choice is not None and timing.round("kd") > 0
+    # by default each method has its own: kd's config.acquisition, Ax's BoTorch's qLogNEI
+    for kd_acquisition, kd_acqf in [
+        ("new_rows", "NewRowsqLogNEI"),
+        ("botorch", "qLogNoisyExpectedImprovement"),
+    ]:
+        through.clear()
+        rr.time_fixture(fixture, 1, {**config, "acquisition": kd_acquisition}, options)
+        assert sorted(through) == sorted(
+            [
+                ("Surrogate", "qLogNoisyExpectedImprovement"),  # Ax's default
+                ("Surrogate", kd_acqf),  # the recorded kernel, kd's acquisition function
+            ]
+        )
 
 
 def _copy_checkpoint(cfg_out: Path, run_id: str, store: Path) -> Any:
