@@ -416,10 +416,11 @@ def kernel_discovery_generation_strategy(
         config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
             population 10).
         num_sobol: Number of Sobol trials before BO (paper: 20).
-        botorch_acqf_class: ``None``: the acquisition's; by default
+        botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,
             :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI,
-            the same values as BoTorch's to 1e-9, cheaper per optimizer step). Analytic ``LogExpectedImprovement`` works only when one trial is
-            asked per round (it rejects pending points).
+            the same values as BoTorch's to 1e-9, cheaper per optimizer step; see
+            ``KernelDiscoveryConfig.acquisition``). Analytic ``LogExpectedImprovement``
+            works only when one trial is asked per round (it rejects pending points).
         num_restarts: Acquisition optimizer restarts (default: Ax's, 20; paper: 4).
         raw_samples: Raw samples for the restarts' initialization (default: Ax's, 1024;
             paper: 512).

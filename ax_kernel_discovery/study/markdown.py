@@ -60,9 +60,9 @@ def study_markdown(
         f"{pr.num_restarts} restarts, {pr.raw_samples} raw samples, L-BFGS-B maxiter "
         f"{pr.maxiter}, sample_around_best {'on' if pr.sample_around_best else 'off'} "
         "(reduced from the paper's 4 / 512 / 300 to fit a 2-core CPU machine, two runs at a "
-        "time, one torch thread each); kd computes it with NewRowsqLogNEI, its default "
-        "since the runs of the variant qlognei_keep (the same values as BoTorch's to 1e-9, "
-        "cheaper per optimizer step), the other methods with BoTorch's own;",
+        "time, one torch thread each); kd computes it with its default NewRowsqLogNEI (the "
+        "same values as BoTorch's to 1e-9, cheaper per optimizer step; the variants up to "
+        "`qlognei_keep` used BoTorch's), the other methods with BoTorch's own;",
         "- SVM runs on the bundled 682-row sample of the CT-slice data; Humanoid is left out "
         "(a joint q = 15 acquisition over 95,880 variables does not fit this machine);",
         f"- {_settings_line(results)}",
