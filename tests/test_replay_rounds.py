@@ -13,11 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.sampling import SobolQMCNormalSampler
 
 from ax_kernel_discovery import KernelDiscoverySurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import decode_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +79,49 @@ def test_a_replayed_acquisition_uses_the_recorded_kernel_and_parameters(
     assert set(timing.seconds) == {"kd_acq", "ax_acq"}
     assert timing.round("kd") == timing.median("kd_acq") > 0
     assert dict(timing.failures) == {"kd": 0, "ax": 0}
+
+
+@pytest.mark.parametrize(
+    "name", ["svm__seed0__r6", "lasso_dna__seed0__r6", "hartmann6_100__seed0__r9"]
+)
+def test_new_rows_equal_botorchs_qlognei_on_recorded_rounds(
+    benchmark_script: Callable[[str], ModuleType], name: str
+) -> None:
+    """kd's default acquisition function against BoTorch's on a recorded round's model
+    (a warped composite, a warped SL product, a Kumaraswamy-warped Matern), with pending
+    points and the pruned baseline: the same values and gradients to rounding."""
+    rr = benchmark_script("replay_rounds")
+    torch.set_num_threads(1)
+    fixture = rr.Fixture.load(REPLAY / f"{name}.json")
+    params = decode_tensors(fixture.data["chosen"]["parameters"])
+    model = rr.fitted_surrogate(fixture, fixture.chosen_candidate(), params).model
+    train = model.train_inputs[0]
+    generator = torch.Generator().manual_seed(0)
+    pending = torch.rand(7, train.shape[-1], generator=generator, dtype=train.dtype)
+    acqfs = []
+    for cls in (qLogNoisyExpectedImprovement, NewRowsqLogNEI):
+        torch.manual_seed(5)  # the baseline's pruning draws from torch's generator
+        acqfs.append(
+            cls(
+                model,
+                X_baseline=train,
+                sampler=SobolQMCNormalSampler(torch.Size([128]), seed=1),
+                X_pending=pending,
+                prune_baseline=True,
+            )
+        )
+    botorch, new_rows = acqfs
+    assert new_rows._new_rows is not None  # computed from the new rows, not BoTorch's path
+    torch.testing.assert_close(new_rows.X_baseline, botorch.X_baseline, rtol=0, atol=0)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for q in (1, 15):
+        X = torch.rand(4, q, train.shape[-1], generator=generator, dtype=train.dtype)
+        X.requires_grad_(True)
+        values = [acqf(X) for acqf in acqfs]
+        grads = [torch.autograd.grad(v.sum(), X)[0] for v in values]
+        torch.testing.assert_close(values[1], values[0], rtol=1e-9, atol=1e-12)
+        torch.testing.assert_close(grads[1], grads[0], rtol=1e-7, atol=1e-10)
 
 
 def test_a_replayed_round_acquires_through_the_replayed_choice_with_either_acqf(
