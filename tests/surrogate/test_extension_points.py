@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 import torch
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.baselines.cake import CakeSurrogate
@@ -80,8 +81,9 @@ def test_cake_and_compositional_search_are_configurations() -> None:
              "__static_attributes__", "_serialize_attributes_as_kwargs"}  # fmt: skip
     base = set(dir(KernelDiscoverySurrogate))
     for cls, own in (
-        (CompositionalSearchSurrogate, {"expansion_proposer"}),
-        (CakeSurrogate, {"cake_proposer", "model_selection", "needs_llm"}),
+        # the baselines keep BoTorch's qLogNEI (default_acqf_class), as in their study runs
+        (CompositionalSearchSurrogate, {"expansion_proposer", "default_acqf_class"}),
+        (CakeSurrogate, {"cake_proposer", "model_selection", "needs_llm", "default_acqf_class"}),
     ):
         overridden = {k for k in vars(cls) if k in base} - hooks
         assert overridden <= own, (cls.__name__, overridden)
@@ -90,6 +92,9 @@ def test_cake_and_compositional_search_are_configurations() -> None:
     assert cake.config.strike_rule == "none" and [m.name for m in cake.population][0] == "SE"
     comp = CompositionalSearchSurrogate()
     assert comp.config.strike_rule == "none" and comp.fitter.start_rule is not None
+    for baseline in (cake, comp):  # whatever the config says
+        assert baseline.config.acquisition == "new_rows"
+        assert baseline.default_acqf_class is qLogNoisyExpectedImprovement
 
 
 def test_the_offline_fallback_honours_the_grammar_and_remembers_its_proposals() -> None:
