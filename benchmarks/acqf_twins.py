@@ -2,8 +2,9 @@
 
 The two compute the same acquisition function (values and gradients agree to rounding,
 ``tests/test_replay_rounds.py``), so their runs differ only from the first BO batch on,
-where rounding differences change the candidates. Seeds 0-4 are the study's ``kd`` rows
-(``acquisition="new_rows"``) and its variant ``qlognei_keep``; more seeds are in
+where rounding differences change the candidates. Seeds 0-4 are the study's variant
+``new_rows`` (``acquisition="new_rows"``) and its ``kd`` rows (BoTorch's class); seeds
+5-9 (all four problems) and 10-14 (svm, hartmann6_100) are in
 ``benchmarks/results/acqf_twins/{new_rows,qlognei}`` (``ax-kernel-discovery study --out
 benchmarks/results/acqf_twins --methods kd --seeds 5-9 --variant new_rows --kd-config
 '{..., "acquisition": "new_rows"}'``, and ``qlognei`` with ``"botorch"``).
@@ -15,9 +16,9 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from ax_kernel_discovery.runner.report import load_results
 from ax_kernel_discovery.study.statistics import paired_comparison, sign_test
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,30 +26,27 @@ STUDY = ROOT / "benchmarks" / "results" / "study"
 TWINS = ROOT / "benchmarks" / "results" / "acqf_twins"
 
 
-def best_values(folder: Path) -> dict[str, dict[int, float]]:
-    """Final best value of each finished kd run in ``folder``, by problem and seed."""
-    out: dict[str, dict[int, float]] = {}
-    for path in sorted(folder.glob("*__kd__seed*.json")):
-        run = json.loads(path.read_text())
-        if run["status"] == "complete":
-            out.setdefault(run["problem"], {})[int(run["seed"])] = float(run["best_value"])
-    return out
-
-
-def minimizes(folder: Path, problem: str) -> bool:
-    run = json.loads(next(folder.glob(f"{problem}__kd__seed*.json")).read_text())
-    return run["direction"] == "minimize"
+def best_values(folder: Path) -> tuple[dict[str, dict[int, float]], dict[str, bool]]:
+    """Final best value of each finished kd run in ``folder``, by problem and seed, and
+    whether each problem minimizes."""
+    values: dict[str, dict[int, float]] = {}
+    minimize: dict[str, bool] = {}
+    for run in load_results(folder):
+        if run["method"] == "kd":
+            values.setdefault(run["problem"], {})[int(run["seed"])] = float(run["best_value"])
+            minimize[run["problem"]] = run["direction"] == "minimize"
+    return values, minimize
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--twins", type=Path, default=TWINS)
     args = parser.parse_args(argv)
-    new = best_values(STUDY)
-    old = best_values(STUDY / "qlognei_keep")
-    for problem, values in best_values(args.twins / "new_rows").items():
+    new, minimizes = best_values(STUDY / "new_rows")
+    old, _ = best_values(STUDY)
+    for problem, values in best_values(args.twins / "new_rows")[0].items():
         new.setdefault(problem, {}).update(values)
-    for problem, values in best_values(args.twins / "qlognei").items():
+    for problem, values in best_values(args.twins / "qlognei")[0].items():
         old.setdefault(problem, {}).update(values)
     print(
         "| problem | seeds | new_rows W/T/L | Δ (positive: new_rows better) [95% t] | p sign / perm |"
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|---|")
     wins = losses = 0
     for problem in sorted(new):
-        minimize = minimizes(STUDY, problem)
+        minimize = minimizes[problem]
         groups = {"0-4": range(5), "5-9": range(5, 10), "10-14": range(10, 15)}
         for label, seeds in [*groups.items(), ("all", range(100))]:
             a = {s: v for s, v in new[problem].items() if s in seeds}
