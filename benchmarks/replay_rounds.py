@@ -104,7 +104,7 @@ from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.devices import device_label, resolve_device
 from ax_kernel_discovery.runner.run_config import METRIC
-from ax_kernel_discovery.strategy import optimizer_options
+from ax_kernel_discovery.strategy import default_acqf_class, optimizer_options
 from ax_kernel_discovery.surrogate import candidate_model_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
@@ -484,12 +484,8 @@ def time_fixture(
                     surrogate = fitted_surrogate(fixture, chosen, kd_params)
                 else:  # ax, or a guarded round (kd handed Ax's default model on)
                     surrogate = fitted_surrogate(fixture, None, ax_params)
-                if acqf is not None:
-                    acqf_class = ACQFS[acqf]
-                elif kd is not None:
-                    acqf_class = kd.default_acqf_class
-                else:
-                    acqf_class = qLogNoisyExpectedImprovement
+                # each method's own, as botorch_step resolves it, unless --acqf names one
+                acqf_class = ACQFS[acqf] if acqf is not None else default_acqf_class(kd)
                 seconds, failed = _acquire(fixture, surrogate, options, seed, acqf_class)
                 out.seconds[f"{method}_acq"].append(seconds)
                 out.failures[method] += int(failed)
