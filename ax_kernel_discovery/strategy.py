@@ -416,8 +416,9 @@ def kernel_discovery_generation_strategy(
         num_sobol: Number of Sobol trials before BO (paper: 20).
         botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's
             (``KernelDiscoveryConfig.acquisition``: ``qLogNoisyExpectedImprovement``, or
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`). Analytic ``LogExpectedImprovement``
-            works only when one trial is asked per round (it rejects pending points).
+            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`). Analytic
+            ``LogExpectedImprovement`` works only when one trial is asked per round (it
+            rejects pending points).
         num_restarts: Acquisition optimizer restarts (default: Ax's, 20; paper: 4).
         raw_samples: Raw samples for the restarts' initialization (default: Ax's, 1024;
             paper: 512).
