@@ -47,6 +47,32 @@ def test_five_seeds_cannot_reach_p_below_0_0625() -> None:
     assert out["wins"] == 5 and out["p_sign"] == out["p_perm"] == pytest.approx(0.0625)
 
 
+def test_the_exact_permutation_test_counts_up_to_40_pairs() -> None:
+    from scipy import stats
+
+    from ax_kernel_discovery.study.statistics import permutation_test
+
+    # equal magnitudes: |sum| depends only on how many signs are positive, so the
+    # permutation test is the two-sided sign test (30 pairs: counted by meeting in the middle)
+    for plus in (15, 20, 22, 30):
+        d = [1.0] * plus + [-1.0] * (30 - plus)
+        assert permutation_test(d) == pytest.approx(stats.binomtest(plus, 30).pvalue, rel=1e-12)
+    # one pair outweighs the rest: only the two patterns with all signs alike reach |sum|
+    assert permutation_test([100.0] + [1.0] * 29) == pytest.approx(2 / 2**30)
+    # mixed magnitudes: against sampled sign flips (standard error below 0.0011)
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.3, 1.0, 33)
+    flips = rng.choice([-1.0, 1.0], size=(200_000, 33))
+    sampled = float(np.mean(np.abs(flips @ d) >= abs(d.sum())))
+    assert 0.01 < sampled < 0.5
+    assert permutation_test(d) == pytest.approx(sampled, abs=0.005)
+    # the enumeration and the split agree where both apply (20 pairs, split by hand)
+    d20 = rng.normal(0.0, 1.0, 20)
+    assert permutation_test(d20) == pytest.approx(permutation_test(np.r_[d20, 0.0]))
+    with pytest.raises(ValueError, match="n <= 40, got 41"):
+        permutation_test(np.ones(41))
+
+
 def test_paired_comparison_all_ties_has_no_p_value() -> None:
     out = paired_comparison({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, minimize=True)
     assert out["ties"] == 2 and out["p_sign"] is None and out["p_perm"] is None
