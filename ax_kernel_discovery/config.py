@@ -251,16 +251,16 @@ class KernelDiscoveryConfig(BaseModel):
         "before the acquisition). Runs side by side, one per core (a sweep with as many "
         "workers as cores) should set off: each run's worker would take a core from another run.",
     )
-    acquisition: Literal["botorch", "new_rows"] = Field(
-        "botorch",
+    acquisition: Literal["new_rows", "botorch"] = Field(
+        "new_rows",
         description="How qLogNEI, the acquisition function of kd's strategies when they "
-        "name none, computes its joint posterior at each optimizer step. botorch: BoTorch's "
-        "qLogNoisyExpectedImprovement, which evaluates the kernel on the whole baseline at "
-        "every step. new_rows: NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from "
-        "the baseline's blocks, cached once, and the new points' rows: the same values and "
-        "gradients to rounding, rounds up to a quarter cheaper; not the default, because "
-        "kd's runs with it found worse values than their BoTorch twins on svm (13 of 15 "
-        "seeds) and hartmann6_100 (12 of 15) for a reason not found (docs/concepts.md).",
+        "name none, computes its joint posterior at each optimizer step. new_rows: "
+        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from the baseline's "
+        "blocks, cached once, and the new points' rows: the same values as BoTorch's to "
+        "1e-9, at a lower cost per step, most so for composite and warped kernels, whose "
+        "every kernel evaluation costs more. botorch: BoTorch's "
+        "qLogNoisyExpectedImprovement, which evaluates the kernel on the baseline again at "
+        "every step (the acquisition of the study's kd runs before this default).",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."

@@ -56,16 +56,17 @@ class AcquisitionOptions(BaseModel):
     1024 raw samples, BoTorch's L-BFGS-B iteration limit, no sampling around the best
     points), so ``AcquisitionOptions()`` is Ax's default acquisition exactly, and
     replacing Ax's default strategy by a method of this package changes the surrogate
-    and nothing else. :meth:`paper` gives the paper authors' settings (4 restarts, 512
+    and, for kernel discovery, how qLogNEI is computed (not its values: see
+    ``botorch_acqf_class``). :meth:`paper` gives the paper authors' settings (4 restarts, 512
     raw samples, ``maxiter`` 300, sampling around the best points), which cost less per
     round and search less.
 
     Args:
         botorch_acqf_class: Acquisition function (``None``: the surrogate's
-            ``default_acqf_class``: for a
-            :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` the one its
-            ``config.acquisition`` names, ``qLogNoisyExpectedImprovement`` by default or
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`; otherwise
+            ``default_acqf_class``: for
+            :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`
+            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI
+            with the same values to 1e-9 at a lower cost per optimizer step; otherwise
             ``qLogNoisyExpectedImprovement``, Ax's). Analytic ``LogExpectedImprovement``
             works only when one trial is asked per round (it rejects pending points).
         acqf_options: Options of the acquisition function (``botorch_acqf_options``).
@@ -209,11 +210,12 @@ def default_acqf_class(surrogate: Any) -> type[AcquisitionFunction]:
     """The acquisition function a BO step pairs with ``surrogate`` when none is named.
 
     The surrogate's ``default_acqf_class`` where it has one (a
-    :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`: the one its
-    ``config.acquisition`` names), else Ax's, ``qLogNoisyExpectedImprovement``.
+    :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`:
+    :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`), else Ax's,
+    ``qLogNoisyExpectedImprovement``.
 
     Example:
-        >>> default_acqf_class(KernelDiscoverySurrogate({"acquisition": "new_rows"})).__name__
+        >>> default_acqf_class(KernelDiscoverySurrogate()).__name__
         'NewRowsqLogNEI'
     """
     return getattr(surrogate, "default_acqf_class", qLogNoisyExpectedImprovement)
@@ -414,11 +416,11 @@ def kernel_discovery_generation_strategy(
         config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
             population 10).
         num_sobol: Number of Sobol trials before BO (paper: 20).
-        botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's
-            (``KernelDiscoveryConfig.acquisition``: ``qLogNoisyExpectedImprovement``, or
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`). Analytic
-            ``LogExpectedImprovement`` works only when one trial is asked per round (it
-            rejects pending points).
+        botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,
+            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI,
+            the same values as BoTorch's to rounding, cheaper per optimizer step; see
+            ``KernelDiscoveryConfig.acquisition``). Analytic ``LogExpectedImprovement``
+            works only when one trial is asked per round (it rejects pending points).
         num_restarts: Acquisition optimizer restarts (default: Ax's, 20; paper: 4).
         raw_samples: Raw samples for the restarts' initialization (default: Ax's, 1024;
             paper: 512).

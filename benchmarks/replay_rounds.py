@@ -37,8 +37,8 @@ its fit, then its acquisition:
 ``--through replayed`` runs kd's acquisition through the model kd's own replayed fit
 handed on (the surrogate itself, as in an Ax run), for a configuration that chooses
 differently from the recorded runs. Each method's acquisition function is its default:
-for kd the one ``KernelDiscoveryConfig.acquisition`` names (BoTorch's qLogNEI by default,
-or :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI from the new
+for kd ``KernelDiscoveryConfig.acquisition`` (by default
+:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI from the new
 rows), for Ax's default BoTorch's qLogNEI; ``--acqf qlognei`` or ``--acqf new_rows``
 gives both methods the same one.
 
@@ -630,7 +630,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="both methods' acquisition function: BoTorch's qLogNEI or NewRowsqLogNEI (the "
         "joint posterior from cached baseline blocks); default: each method's own (kd's "
-        "config.acquisition, BoTorch's qLogNEI by default; BoTorch's qLogNEI for Ax's default)",
+        "config.acquisition, NewRowsqLogNEI by default; BoTorch's qLogNEI for Ax's default)",
     )
     tm.add_argument("--threads", type=int, default=1)
     tm.add_argument(

@@ -59,7 +59,6 @@ CONFIG = KernelDiscoveryConfig(
     criterion="lbo_crps",
     guard_rounds=0,
     keep_kernels=(),
-    acquisition="new_rows",  # stored and reloaded with the node (an extra registered class)
 )
 FAST = {"num_restarts": 1, "raw_samples": 32, "maxiter": 20}
 

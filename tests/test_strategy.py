@@ -213,22 +213,19 @@ def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhe
     assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
 
 
-def test_kernel_discovery_computes_qlognei_as_its_config_says() -> None:
-    """kd's strategies pair it with BoTorch's qLogNEI, or NewRowsqLogNEI when its config
-    says new_rows; an explicit class or the acquisition object override both; every
-    baseline keeps BoTorch's qLogNEI."""
+def test_kernel_discovery_computes_qlognei_from_new_rows_unless_told_otherwise() -> None:
+    """kd's strategies pair it with NewRowsqLogNEI; its config, an explicit class or the
+    acquisition object choose otherwise; every baseline keeps BoTorch's qLogNEI."""
     assert _bo_kwargs(kernel_discovery_generation_strategy())["botorch_acqf_class"] is (
+        NewRowsqLogNEI
+    )
+    assert _bo_kwargs(baselines.get_method("kd"))["botorch_acqf_class"] is NewRowsqLogNEI
+    botorch = KernelDiscoveryConfig(acquisition="botorch")
+    assert _bo_kwargs(baselines.get_method("kd", config=botorch))["botorch_acqf_class"] is (
         qLogNoisyExpectedImprovement
     )
-    new_rows = KernelDiscoveryConfig(acquisition="new_rows")
-    assert _bo_kwargs(kernel_discovery_generation_strategy(new_rows))["botorch_acqf_class"] is (
-        NewRowsqLogNEI
-    )
-    assert _bo_kwargs(baselines.get_method("kd", config=new_rows))["botorch_acqf_class"] is (
-        NewRowsqLogNEI
-    )
     plain = AcquisitionOptions(botorch_acqf_class=qLogNoisyExpectedImprovement)
-    assert _bo_kwargs(kernel_discovery_generation_strategy(new_rows, acquisition=plain))[
+    assert _bo_kwargs(kernel_discovery_generation_strategy(acquisition=plain))[
         "botorch_acqf_class"
     ] is (qLogNoisyExpectedImprovement)
     for name in ("ax_default", "rbf", "bock", "compositional"):

@@ -60,8 +60,9 @@ def study_markdown(
         f"{pr.num_restarts} restarts, {pr.raw_samples} raw samples, L-BFGS-B maxiter "
         f"{pr.maxiter}, sample_around_best {'on' if pr.sample_around_best else 'off'} "
         "(reduced from the paper's 4 / 512 / 300 to fit a 2-core CPU machine, two runs at a "
-        "time, one torch thread each); the variant `new_rows` computes it with "
-        "NewRowsqLogNEI (the same values as BoTorch's to rounding, cheaper per optimizer step);",
+        "time, one torch thread each); kd computes it with its default NewRowsqLogNEI (the "
+        "same values as BoTorch's to 1e-9, cheaper per optimizer step; the variants up to "
+        "`qlognei_keep` used BoTorch's), the other methods with BoTorch's own;",
         "- SVM runs on the bundled 682-row sample of the CT-slice data; Humanoid is left out "
         "(a joint q = 15 acquisition over 95,880 variables does not fit this machine);",
         f"- {_settings_line(results)}",
@@ -133,10 +134,11 @@ def study_markdown(
         "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
         "paired by seed with the default kd (positive Δ: the variant is better). The default "
         "kd selects by the held-out forecast (`criterion='prequential'`, `guard_rounds=1`, "
-        "`keep_kernels=('RBF', 'Matern52')`, and `tie_break='auto'`: the cheapest member "
-        "within noise of the best; its runs are the study's kd rows; `new_rows` is the same "
-        "with qLogNEI computed by NewRowsqLogNEI). The default before "
-        "the tie rule is the variant `preq_keep` (screened on 5 seeds per problem); the one "
+        "`keep_kernels=('RBF', 'Matern52')`, `tie_break='auto'`: the cheapest member "
+        "within noise of the best, and `acquisition='new_rows'`: qLogNEI computed from the "
+        "new points' rows; its runs are the study's kd rows). The default before "
+        "`new_rows` is the variant `qlognei_keep`, the one before the tie rule "
+        "`preq_keep` (screened on 5 seeds per problem); the one "
         "before it, LBO-CRPS, is `lbo`; the paper's LOO-CRPS is `loo`. Every variant's "
         "config lists its fields on top of the defaults of its time (the earliest: LBO-CRPS, "
         "no guard round, no kept kernels, no tie rule), with which all were run. "

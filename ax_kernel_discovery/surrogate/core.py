@@ -164,11 +164,11 @@ class KernelDiscoverySurrogate(Surrogate):
         admission: The candidate checks (:class:`CandidateAdmission`).
         fitter: The fit, score and choice steps (:class:`KernelFitter`).
         default_acqf_class: The acquisition function the package's strategy builders
-            pair it with when none is named, by ``config.acquisition``: BoTorch's
-            ``qLogNoisyExpectedImprovement`` (the default) or
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI
-            computed from the new rows, equal to BoTorch's to rounding, cheaper per
-            optimizer step). The baselines built on this class keep BoTorch's.
+            pair it with when none is named, by ``config.acquisition``:
+            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (the
+            default: qLogNEI computed from the new rows, equal to BoTorch's to 1e-9,
+            cheaper per optimizer step) or BoTorch's ``qLogNoisyExpectedImprovement``.
+            The baselines built on this class keep BoTorch's, as in the study's runs.
 
     Example:
         >>> surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=8))
