@@ -14,7 +14,7 @@ def test_the_twin_table_pairs_all_committed_seeds(
     twins = benchmark_script("acqf_twins")
     twins.main([])
     out = capsys.readouterr().out
-    # seeds 0-4 from the study folder (kd rows and the variant new_rows), 5-29 from the twins'
+    # seeds 0-4 from the study folder (kd rows and the variant qlognei_keep), 5-29 from the twins'
     assert "| svm | 0-4 (n=5) | 0/0/5 |" in out
     assert "| svm | 15-29 (n=15) | 11/0/4 |" in out
     assert "| svm | all (n=30) | 13/0/17 |" in out
