@@ -10,6 +10,11 @@ class, the default before); seeds
 benchmarks/results/acqf_twins --methods kd --seeds 5-9 --variant new_rows --kd-config
 '{..., "acquisition": "new_rows"}'``, and ``qlognei`` with ``"botorch"``).
 
+Last, each arm against Ax's default on the seeds it has: the study's 0-4 and 5-14 of svm
+and hartmann6_100 in ``benchmarks/results/more_seeds`` (``ax-kernel-discovery study --out
+benchmarks/results/more_seeds --methods ax_default --problems svm,hartmann6_100 --seeds
+5-14``).
+
 Usage:
     python benchmarks/acqf_twins.py
 """
@@ -27,17 +32,21 @@ from ax_kernel_discovery.study.statistics import paired_comparison, sign_test
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "benchmarks" / "results" / "study"
 TWINS = ROOT / "benchmarks" / "results" / "acqf_twins"
+#: Ax's default on seeds 5-14 of svm and hartmann6_100 (the study has seeds 0-4).
+MORE_SEEDS = ROOT / "benchmarks" / "results" / "more_seeds"
 #: The problems where seeds 0-4 showed BoTorch's class ahead (5 of 5 seeds on each).
 QUESTIONED = ("svm", "hartmann6_100")
 
 
-def best_values(folder: Path) -> tuple[dict[str, dict[int, float]], dict[str, bool]]:
-    """Final best value of each finished kd run in ``folder``, by problem and seed, and
-    whether each problem minimizes."""
+def best_values(
+    folder: Path, method: str = "kd"
+) -> tuple[dict[str, dict[int, float]], dict[str, bool]]:
+    """Final best value of each finished ``method`` run in ``folder``, by problem and
+    seed, and whether each problem minimizes."""
     values: dict[str, dict[int, float]] = {}
     minimize: dict[str, bool] = {}
     for run in load_results(folder):
-        if run["method"] == "kd":
+        if run["method"] == method:
             values.setdefault(run["problem"], {})[int(run["seed"])] = float(run["best_value"])
             minimize[run["problem"]] = run["direction"] == "minimize"
     return values, minimize
@@ -46,6 +55,7 @@ def best_values(folder: Path) -> tuple[dict[str, dict[int, float]], dict[str, bo
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--twins", type=Path, default=TWINS)
+    parser.add_argument("--more-seeds", type=Path, default=MORE_SEEDS)
     args = parser.parse_args(argv)
     new, minimizes = best_values(STUDY)
     old, _ = best_values(STUDY / "qlognei_keep")
@@ -98,6 +108,26 @@ def main(argv: list[str] | None = None) -> None:
         f"BoTorch's class better on {better}, worse on {worse}; one-sided exact sign "
         f"p = {one_sided:.3f}"
     )
+
+    ax, _ = best_values(STUDY, "ax_default")
+    for problem, values in best_values(args.more_seeds, "ax_default")[0].items():
+        ax.setdefault(problem, {}).update(values)
+    print(
+        "\nEach arm against Ax's default, on the seeds Ax's default has (the study's 0-4 and "
+        "benchmarks/results/more_seeds):\n"
+    )
+    print("| problem | arm | seeds | W/T/L against ax_default | Δ [95% t] | p sign / perm |")
+    print("|---|---|---|---|---|---|")
+    for problem in QUESTIONED:
+        for arm, values in (("new_rows", new), ("qlognei", old)):
+            c = paired_comparison(values.get(problem, {}), ax.get(problem, {}), minimizes[problem])
+            if c["n"] < 2:
+                continue
+            lo, hi = c["ci"]
+            print(
+                f"| {problem} | {arm} | {c['n']} | {c['wins']}/{c['ties']}/{c['losses']} | "
+                f"{c['mean_diff']:.4g} [{lo:.4g}, {hi:.4g}] | {c['p_sign']:.3f} / {c['p_perm']:.3f} |"
+            )
 
 
 if __name__ == "__main__":

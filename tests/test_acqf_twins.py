@@ -23,3 +23,6 @@ def test_the_twin_table_pairs_all_committed_seeds(
     assert "new_rows better on 35, worse on 45" in out
     # the test written down before seeds 15-29 ran (benchmarks/results/acqf_twins/RULE_*)
     assert "BoTorch's class better on 26, worse on 24; one-sided exact sign p = 0.444" in out
+    # each arm against Ax's default on seeds 0-14 (the study's and benchmarks/results/more_seeds)
+    assert "| svm | new_rows | 15 | 13/0/2 |" in out
+    assert "| hartmann6_100 | new_rows | 15 | 10/0/5 |" in out
