@@ -27,7 +27,6 @@ from typing import Any
 
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
@@ -75,10 +74,8 @@ class CakeSurrogate(KernelDiscoverySurrogate):
         (['SE', 'PER', 'LIN', 'RQ', 'M32', 'M52'], 'bic')
     """
 
-    @property
-    def default_acqf_class(self) -> type[AcquisitionFunction]:
-        """BoTorch's qLogNEI, as in the study's runs of this baseline."""
-        return qLogNoisyExpectedImprovement
+    #: BoTorch's qLogNEI, as in the study's runs of this baseline.
+    fixed_acqf_class = qLogNoisyExpectedImprovement
 
     def __init__(
         self,

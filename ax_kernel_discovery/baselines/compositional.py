@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from torch import Tensor
 
@@ -72,10 +71,8 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         'bic'
     """
 
-    @property
-    def default_acqf_class(self) -> type[AcquisitionFunction]:
-        """BoTorch's qLogNEI, as in the study's runs of this baseline."""
-        return qLogNoisyExpectedImprovement
+    #: BoTorch's qLogNEI, as in the study's runs of this baseline.
+    fixed_acqf_class = qLogNoisyExpectedImprovement
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
@@ -236,11 +236,18 @@ class KernelDiscoverySurrogate(Surrogate):
         self.admission.config = value
         self.fitter.config = value
 
+    #: An acquisition function class that overrides ``config.acquisition`` (``None``: the
+    #: config's). The study's baselines built on this class set BoTorch's qLogNEI, as in
+    #: their runs.
+    fixed_acqf_class: ClassVar[type[AcquisitionFunction] | None] = None
+
     @property
     def default_acqf_class(self) -> type[AcquisitionFunction]:
         """The acquisition function strategies pair this surrogate with when they name
-        none (``config.acquisition``; see
+        none (:attr:`fixed_acqf_class`, else ``config.acquisition``; see
         :func:`~ax_kernel_discovery.strategy.default_acqf_class`)."""
+        if self.fixed_acqf_class is not None:
+            return self.fixed_acqf_class
         if self._config.acquisition == "new_rows":
             return NewRowsqLogNEI
         return qLogNoisyExpectedImprovement

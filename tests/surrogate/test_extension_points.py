@@ -81,9 +81,9 @@ def test_cake_and_compositional_search_are_configurations() -> None:
              "__static_attributes__", "_serialize_attributes_as_kwargs"}  # fmt: skip
     base = set(dir(KernelDiscoverySurrogate))
     for cls, own in (
-        # the baselines keep BoTorch's qLogNEI (default_acqf_class), as in their study runs
-        (CompositionalSearchSurrogate, {"expansion_proposer", "default_acqf_class"}),
-        (CakeSurrogate, {"cake_proposer", "model_selection", "needs_llm", "default_acqf_class"}),
+        # the baselines keep BoTorch's qLogNEI (fixed_acqf_class), as in their study runs
+        (CompositionalSearchSurrogate, {"expansion_proposer", "fixed_acqf_class"}),
+        (CakeSurrogate, {"cake_proposer", "model_selection", "needs_llm", "fixed_acqf_class"}),
     ):
         overridden = {k for k in vars(cls) if k in base} - hooks
         assert overridden <= own, (cls.__name__, overridden)
