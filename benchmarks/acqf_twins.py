@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from scipy.stats import binomtest
 
@@ -36,6 +37,8 @@ TWINS = ROOT / "benchmarks" / "results" / "acqf_twins"
 MORE_SEEDS = ROOT / "benchmarks" / "results" / "more_seeds"
 #: The problems where seeds 0-4 showed BoTorch's class ahead (5 of 5 seeds on each).
 QUESTIONED = ("svm", "hartmann6_100")
+#: The seed groups of the twin table, in the order they were run.
+GROUPS = {"0-4": range(5), "5-9": range(5, 10), "10-14": range(10, 15), "15-29": range(15, 30)}
 
 
 def best_values(
@@ -50,6 +53,15 @@ def best_values(
             values.setdefault(run["problem"], {})[int(run["seed"])] = float(run["best_value"])
             minimize[run["problem"]] = run["direction"] == "minimize"
     return values, minimize
+
+
+def _cells(c: dict[str, Any]) -> str:
+    """W/T/L, Δ with its t-interval, and the two p-values of a paired comparison."""
+    lo, hi = c["ci"]
+    return (
+        f"{c['wins']}/{c['ties']}/{c['losses']} | {c['mean_diff']:.4g} [{lo:.4g}, {hi:.4g}] | "
+        f"{c['p_sign']:.3f} / {c['p_perm']:.3f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,13 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     after = [0, 0]  # BoTorch's class better / worse, svm and hartmann6_100, seeds 5 on
     for problem in sorted(new):
         minimize = minimizes[problem]
-        groups = {
-            "0-4": range(5),
-            "5-9": range(5, 10),
-            "10-14": range(10, 15),
-            "15-29": range(15, 30),
-        }
-        for label, seeds in [*groups.items(), ("all", range(100))]:
+        for label, seeds in [*GROUPS.items(), ("all", range(100))]:
             a = {s: v for s, v in new[problem].items() if s in seeds}
             b = {s: v for s, v in old.get(problem, {}).items() if s in seeds}
             c = paired_comparison(a, b, minimize)
@@ -92,11 +98,7 @@ def main(argv: list[str] | None = None) -> None:
                         minimize,
                     )
                     after = [after[0] + later["losses"], after[1] + later["wins"]]
-            lo, hi = c["ci"]
-            print(
-                f"| {problem} | {label} (n={c['n']}) | {c['wins']}/{c['ties']}/{c['losses']} | "
-                f"{c['mean_diff']:.4g} [{lo:.4g}, {hi:.4g}] | {c['p_sign']:.3f} / {c['p_perm']:.3f} |"
-            )
+            print(f"| {problem} | {label} (n={c['n']}) | {_cells(c)} |")
     print(
         f"\nall problems and seeds: new_rows better on {wins}, worse on {losses}; "
         f"exact sign p = {sign_test(wins, losses):.3f}"
@@ -123,11 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             c = paired_comparison(values.get(problem, {}), ax.get(problem, {}), minimizes[problem])
             if c["n"] < 2:
                 continue
-            lo, hi = c["ci"]
-            print(
-                f"| {problem} | {arm} | {c['n']} | {c['wins']}/{c['ties']}/{c['losses']} | "
-                f"{c['mean_diff']:.4g} [{lo:.4g}, {hi:.4g}] | {c['p_sign']:.3f} / {c['p_perm']:.3f} |"
-            )
+            print(f"| {problem} | {arm} | {c['n']} | {_cells(c)} |")
 
 
 if __name__ == "__main__":
