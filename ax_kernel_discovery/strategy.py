@@ -13,9 +13,11 @@ from typing import Any
 
 from ax.adapter.registry import Generators, MBM_X_trans, Y_trans
 from ax.core.experiment import Experiment
+from ax.core.experiment_status import ExperimentStatus
 from ax.core.trial_status import TrialStatus
-from ax.generation_strategy.generation_node import GenerationNode, GenerationStep
+from ax.generation_strategy.generation_node import GenerationNode
 from ax.generation_strategy.generation_strategy import GenerationStrategy
+from ax.generation_strategy.generator_spec import GeneratorSpec
 from ax.generation_strategy.transition_criterion import (
     MaxTrialsAwaitingData,
     count_trials_toward_threshold,
@@ -181,29 +183,80 @@ class SobolHandOver(MaxTrialsAwaitingData):
         return super().num_till_threshold(experiment, trials_from_node)
 
 
-def sobol_step(num_sobol: int, seed: int) -> GenerationNode:
-    """The seeded Sobol design every method starts with (``num_sobol`` trials, all observed).
+#: The name of the BO node of every strategy of the package, as in Ax's own strategies
+#: (the initialization node transitions to it by name).
+BO_NODE_NAME = "MBM"
 
-    The node caps its trials with :class:`SobolHandOver`, so that
-    ``Client.get_next_trials(max_trials=k)`` at the hand-over to BO returns ``k`` trials.
+
+def _ax_initialization(
+    num_sobol: int, seed: int | None, initialize_with_center: bool
+) -> list[GenerationNode]:
+    """The initialization nodes of Ax's own strategy for this budget (centre, then Sobol)."""
+    from ax.api.utils.generation_strategy_dispatch import choose_generation_strategy
+    from ax.api.utils.structs import GenerationStrategyDispatchStruct
+
+    gs = choose_generation_strategy(
+        GenerationStrategyDispatchStruct(
+            initialization_budget=num_sobol,
+            initialization_random_seed=seed,
+            initialize_with_center=initialize_with_center,
+        )
+    )
+    return list(gs._nodes[:-1])  # Ax's BO node ("MBM") is replaced by the caller's
+
+
+def sobol_step(num_sobol: int, seed: int | None) -> GenerationNode:
+    """Ax's Sobol initialization node for ``num_sobol`` trials (no centre point).
+
+    The node is the one Ax's own strategy (``Client.configure_generation_strategy``)
+    builds, with Ax's transition rules: it hands over to the BO node (named
+    :data:`BO_NODE_NAME`) once ``num_sobol`` trials exist and half of them have data,
+    so a Sobol trial that never reports does not stall the run. Its cap is
+    :class:`SobolHandOver`, so that ``Client.get_next_trials(max_trials=k)`` at the
+    hand-over to BO returns ``k`` trials (Ax's own cap returns one there). For Ax's
+    whole initialization, the box centre first, see :func:`initialization_nodes`.
 
     Args:
-        num_sobol: Sobol trials; all of them must have data before BO starts.
+        num_sobol: Sobol trials (trials already in the experiment count towards them).
         seed: Seed of the Sobol sequence.
 
     Example:
         >>> gs = GenerationStrategy(nodes=[sobol_step(20, seed=0), botorch_step(surrogate)])  # doctest: +SKIP
     """
-    node = GenerationStep(
-        generator=Generators.SOBOL,
-        num_trials=num_sobol,
-        min_trials_observed=num_sobol,
-        generator_kwargs={"seed": seed},
-        enforce_num_trials=False,
-    )
-    # GenerationStep takes no pausing criteria: the cap is set on the node it builds
-    node._pausing_criteria = [SobolHandOver(threshold=num_sobol)]
-    return node
+    return initialization_nodes(num_sobol, seed, initialize_with_center=False)[-1]
+
+
+def initialization_nodes(
+    num_sobol: int, seed: int | None, *, initialize_with_center: bool = True
+) -> list[GenerationNode]:
+    """Ax's own initialization: the centre of the box, then Sobol points.
+
+    What ``Client()`` does before BO when it chooses the strategy itself
+    (``choose_generation_strategy``): the centre is the first trial and counts towards
+    ``num_sobol``; the Sobol node follows Ax's transition rules (see :func:`sobol_step`)
+    with the :class:`SobolHandOver` cap. Every strategy of the package starts with these
+    nodes, so kernel discovery, the baselines and Ax's default share one initial design.
+
+    Args:
+        num_sobol: Initialization trials, the centre included (trials already in the
+            experiment count towards them, as in Ax).
+        seed: Seed of the Sobol sequence.
+        initialize_with_center: Start with the centre of the box (Ax's default).
+    """
+    nodes = _ax_initialization(check_num_sobol(num_sobol), seed, initialize_with_center)
+    sobol = nodes[-1]
+    sobol._pausing_criteria = [
+        SobolHandOver(
+            threshold=c.threshold,
+            only_in_statuses=c.only_in_statuses,
+            not_in_statuses=c.not_in_statuses,
+            use_all_trials_in_exp=c.use_all_trials_in_exp,
+        )
+        if type(c) is MaxTrialsAwaitingData
+        else c
+        for c in sobol.pausing_criteria
+    ]
+    return nodes
 
 
 def default_acqf_class(surrogate: Any) -> type[AcquisitionFunction]:
@@ -229,7 +282,7 @@ def botorch_step(
     raw_samples: int | None = None,
     sample_around_best: bool | None = None,
     maxiter: int | None = None,
-    device: str | None = "auto",
+    device: str | None = None,
     generator_name: str | None = None,
     *,
     acquisition: AcquisitionOptions | None = None,
@@ -256,8 +309,9 @@ def botorch_step(
         sample_around_best: RAASP, sampling around the best points (``None``: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
         device: torch device of the BO step, resolved by
-            :func:`~ax_kernel_discovery.config.resolve_device` (``auto`` or ``None``: CUDA
-            when available), the one resolution every method goes through.
+            :func:`~ax_kernel_discovery.config.resolve_device` (``None``: Ax's choice, the
+            CPU; ``auto``: CUDA when available), the one resolution every method goes
+            through.
         generator_name: Name of the node's generator (shown in trials' metadata).
         acquisition: The acquisition function and optimizer settings as one object
             (e.g. :meth:`AcquisitionOptions.paper`); the arguments above override it.
@@ -295,16 +349,22 @@ def botorch_step(
     }
     if acq.acqf_options:
         generator_kwargs["botorch_acqf_options"] = acq.acqf_options
-    return GenerationStep(
-        generator=Generators.BOTORCH_MODULAR,
-        num_trials=-1,
-        generator_kwargs=generator_kwargs,
-        generator_gen_kwargs=(
-            {"model_gen_options": {"optimizer_kwargs": optimizer_kwargs}}
-            if optimizer_kwargs
-            else {}
-        ),
-        generator_name=generator_name,
+    return GenerationNode(
+        name=BO_NODE_NAME,
+        generator_specs=[
+            GeneratorSpec(
+                generator_enum=Generators.BOTORCH_MODULAR,
+                generator_kwargs=generator_kwargs,
+                generator_gen_kwargs=(
+                    {"model_gen_options": {"optimizer_kwargs": optimizer_kwargs}}
+                    if optimizer_kwargs
+                    else {}
+                ),
+                generator_key_override=generator_name,
+            )
+        ],
+        should_deduplicate=True,  # as Ax's own BO node
+        suggested_experiment_status=ExperimentStatus.OPTIMIZATION,
     )
 
 
@@ -363,22 +423,26 @@ def sobol_then_botorch(
     seed: int = 0,
     *,
     acquisition: AcquisitionOptions | None = None,
+    initialize_with_center: bool = True,
     **step_options: Any,
 ) -> GenerationStrategy:
-    """``num_sobol`` seeded Sobol trials, then BO around ``surrogate``: every method's strategy.
+    """Ax's initialization (the centre, then seeded Sobol trials: ``num_sobol`` in all),
+    then BO around ``surrogate``: the strategy of kernel discovery and a library kernel.
 
-    Kernel discovery, the baselines and a library kernel differ only in ``surrogate``;
-    the Sobol design (:func:`sobol_step`) and the BO step (:func:`botorch_step`, which
+    Kernel discovery and a library kernel differ only in ``surrogate``; the initial design
+    (:func:`initialization_nodes`, Ax's own) and the BO step (:func:`botorch_step`, which
     checks the acquisition, the device and an LLM before any evaluation) are the same
     for all of them.
 
     Args:
         surrogate: The ``Surrogate`` instance of the BO step.
         name: The strategy's name (``"Sobol+KernelDiscovery"``...).
-        num_sobol: Sobol trials before BO (paper: 20), checked by :func:`check_num_sobol`.
+        num_sobol: Initialization trials before BO, the centre included (paper: 20),
+            checked by :func:`check_num_sobol`.
         seed: Seed of the Sobol step.
         acquisition: The BO step's acquisition (default: Ax's own, see
             :class:`AcquisitionOptions`).
+        initialize_with_center: The centre of the box is the first trial (Ax's default).
         **step_options: Other arguments of :func:`botorch_step` (``device``,
             ``generator_name``; ``botorch_acqf_class``, ``num_restarts``, ``raw_samples``,
             ``sample_around_best``, ``maxiter`` override ``acquisition``).
@@ -394,7 +458,8 @@ def sobol_then_botorch(
     """
     check_num_sobol(num_sobol)
     step = botorch_step(surrogate, acquisition=acquisition, **step_options)
-    return GenerationStrategy(name=name, nodes=[sobol_step(num_sobol, seed), step])
+    init = initialization_nodes(num_sobol, seed, initialize_with_center=initialize_with_center)
+    return GenerationStrategy(name=name, nodes=[*init, step])
 
 
 def kernel_discovery_generation_strategy(
@@ -409,13 +474,16 @@ def kernel_discovery_generation_strategy(
     surrogate: KernelDiscoverySurrogate | None = None,
     *,
     acquisition: AcquisitionOptions | None = None,
+    initialize_with_center: bool = True,
 ) -> GenerationStrategy:
-    """Sobol initialization, then BO with the kernel-discovery surrogate.
+    """Ax's initialization (the centre, then Sobol), then BO with the kernel-discovery
+    surrogate.
 
     Args:
         config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
             population 10).
-        num_sobol: Number of Sobol trials before BO (paper: 20).
+        num_sobol: Initialization trials before BO, the centre included (paper: 20;
+            see :func:`initialization_nodes`).
         botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,
             :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI,
             the same values as BoTorch's to rounding, cheaper per optimizer step; see
@@ -435,6 +503,7 @@ def kernel_discovery_generation_strategy(
         surrogate: An existing surrogate to reuse (e.g. to continue a population).
         acquisition: The acquisition as one :class:`AcquisitionOptions` (default: Ax's
             own); the arguments above that are given override it.
+        initialize_with_center: The centre of the box is the first trial (Ax's default).
 
     Returns:
         A ``GenerationStrategy`` usable with ``Client.set_generation_strategy``.
@@ -459,6 +528,7 @@ def kernel_discovery_generation_strategy(
         num_sobol,
         config.seed if seed is None else seed,
         acquisition=acquisition,
+        initialize_with_center=initialize_with_center,
         botorch_acqf_class=botorch_acqf_class,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
@@ -525,7 +595,8 @@ def fixed_kernel_generation_strategy(
         raw_samples: Raw samples of the restarts' initialization (default: Ax's).
         sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
-        device: torch device of the BO step (default ``auto``: CUDA when available).
+        device: torch device of the BO step (default: Ax's choice, the CPU; ``auto``: CUDA
+            when available).
         acquisition: The acquisition as one
             :class:`~ax_kernel_discovery.strategy.AcquisitionOptions` (default: Ax's
             own); the acquisition arguments above that are given override it.
@@ -554,6 +625,7 @@ def fixed_kernel_generation_strategy(
 
 __all__ = [
     "AcquisitionOptions",
+    "BO_NODE_NAME",
     "PAPER_ACQUISITION",
     "SAMPLE_AROUND_BEST_SIGMA",
     "SobolHandOver",
@@ -561,6 +633,7 @@ __all__ = [
     "check_num_sobol",
     "default_acqf_class",
     "fixed_kernel_generation_strategy",
+    "initialization_nodes",
     "kernel_discovery_generation_strategy",
     "model_config_for",
     "optimizer_options",

@@ -85,7 +85,7 @@ def test_the_hand_over_to_bo_returns_the_whole_request(tmp_path: Path) -> None:
     # the cap survives Ax's JSON storage
     client.save_to_json_file(str(tmp_path / "run.json"))
     loaded = Client.load_from_json_file(str(tmp_path / "run.json"))
-    criteria = loaded._generation_strategy._nodes[0].pausing_criteria
+    criteria = loaded._generation_strategy.nodes_by_name["Sobol"].pausing_criteria
     assert [type(c) for c in criteria] == [SobolHandOver]
 
 
@@ -228,9 +228,12 @@ def test_kernel_discovery_computes_qlognei_from_new_rows_unless_told_otherwise()
     assert _bo_kwargs(kernel_discovery_generation_strategy(acquisition=plain))[
         "botorch_acqf_class"
     ] is (qLogNoisyExpectedImprovement)
-    for name in ("ax_default", "rbf", "bock", "compositional"):
+    kwargs = _bo_kwargs(baselines.get_method("compositional"))
+    assert kwargs["botorch_acqf_class"] is qLogNoisyExpectedImprovement
+    for name in ("ax_default", "rbf", "bock"):  # Ax's own strategy: Ax chooses
         kwargs = _bo_kwargs(baselines.get_method(name))
-        assert kwargs["botorch_acqf_class"] is qLogNoisyExpectedImprovement, name
+        assert "botorch_acqf_class" not in kwargs and "acquisition_class" not in kwargs, name
+        assert "surrogate" not in kwargs and "surrogate_spec" in kwargs, name
     assert default_acqf_class(object()) is qLogNoisyExpectedImprovement
     with pytest.raises(ValueError, match="acquisition"):
         KernelDiscoveryConfig(acquisition="fast")  # type: ignore[arg-type]
@@ -266,9 +269,12 @@ def test_a_bad_acquisition_setting_is_refused_before_any_evaluation() -> None:
         library.fixed_kernel_generation_strategy(base_candidate("rbf"), botorch_acqf_class=int)
 
 
-def test_every_method_is_built_by_one_sobol_then_botorch_builder(
+def test_the_package_s_strategies_share_ax_s_initialization(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """kd and a library kernel go through sobol_then_botorch; a fixed kernel of the
+    benchmarks is Ax's own strategy; all of them start with Ax's initial design (the
+    centre, then Sobol, under Ax's transition rules) and hand over to a node named MBM."""
     import ax_kernel_discovery.strategy as strategy
 
     built: list[tuple[str, int, int, str]] = []
@@ -281,17 +287,54 @@ def test_every_method_is_built_by_one_sobol_then_botorch_builder(
     monkeypatch.setattr(strategy, "sobol_then_botorch", spy)  # fixed kernels' builder too
     monkeypatch.setattr(baselines, "sobol_then_botorch", spy)
     gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(seed=3), num_sobol=7)
-    baselines.get_method("rbf", num_sobol=4, seed=2)
+    rbf = baselines.get_method("rbf", num_sobol=4, seed=2)
     library.fixed_kernel_generation_strategy(base_candidate("sl"), num_sobol=5, seed=1)
     assert built == [
         ("Sobol+KernelDiscovery", 7, 3, "KernelDiscovery"),
-        ("Sobol+rbf", 4, 2, "Fixed-rbf"),
         ("Sobol+fixed:SL", 5, 1, "Fixed-SL"),
     ]
-    sobol, bo = gs._nodes
-    assert gs.name == "Sobol+KernelDiscovery"
-    assert [c.threshold for c in sobol._pausing_criteria] == [7]
-    assert bo.generator_specs[0].generator_kwargs["surrogate"] is surrogate_of(gs)
+    for strat, threshold in ((gs, 7), (rbf, 4)):
+        center, sobol, bo = strat._nodes
+        assert (center.name, sobol.name, bo.name) == ("CenterOfSearchSpace", "Sobol", "MBM")
+        # Ax's rules: the budget counts every trial; half of them observed suffice
+        assert [(c.threshold, c.transition_to) for c in sobol.transition_criteria] == [
+            (threshold, "MBM"),
+            (threshold // 2, "MBM"),
+        ]
+    assert [c.threshold for c in gs._nodes[1].pausing_criteria] == [7]
+    assert [type(c) for c in gs._nodes[1].pausing_criteria] == [SobolHandOver]
+    assert gs._nodes[2].generator_specs[0].generator_kwargs["surrogate"] is surrogate_of(gs)
+
+
+def test_an_unreported_initialization_trial_does_not_stall_the_run() -> None:
+    """Issue 30 item 9: one Sobol trial left RUNNING; kd carries on as Ax's own does."""
+
+    def asks(client: Client) -> list[tuple[int, set[str]]]:
+        first = client.get_next_trials(max_trials=4)
+        for index, params in list(first.items())[:-1]:  # the last one never reports
+            client.complete_trial(index, raw_data={"f": _f(params)})
+        out = []
+        for _ in range(2):
+            trials = client.get_next_trials(max_trials=2)
+            experiment = client._experiment
+            nodes = {experiment.trials[i].generator_runs[0]._generation_node_name for i in trials}
+            out.append((len(trials), nodes))
+            for index, params in trials.items():
+                client.complete_trial(index, raw_data={"f": _f(params)})
+        return out
+
+    ax_own = Client(random_seed=0)
+    ax_own.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
+    )
+    ax_own.configure_optimization("-f")
+    ax_own.configure_generation_strategy(initialization_budget=4)
+    expected = asks(ax_own)
+    assert expected == [(1, {"MBM"}), (2, {"MBM"})]  # Ax's own: one trial, then BO goes on
+    assert asks(_client(num_sobol=4)) == expected
 
 
 def test_one_num_sobol_message_before_any_other_work(monkeypatch: pytest.MonkeyPatch) -> None:

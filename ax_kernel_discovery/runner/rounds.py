@@ -23,6 +23,7 @@ from ax_kernel_discovery.runner.diagnostics import (
 )
 from ax_kernel_discovery.runner.results import PHASES
 from ax_kernel_discovery.runner.run_config import METRIC, RunConfig
+from ax_kernel_discovery.strategy import BO_NODE_NAME
 
 __all__ = ["run_one_round"]
 
@@ -51,7 +52,7 @@ def run_one_round(
         t_gen = time.perf_counter() - t0
     gr = grs[0][0]
     node = gr._generation_node_name
-    is_bo = gr._generator_key not in (None, "Sobol")
+    is_bo = node == BO_NODE_NAME
     record: dict[str, Any] = {
         "round": round_index,
         "kind": "bo" if is_bo else "init",
