@@ -219,7 +219,11 @@ class KernelDiscoveryConfig(BaseModel):
         True,
         description="When the LLM proposer yields nothing usable, use the offline operator for that round.",
     )
-    device: str = Field("auto", description="auto (CUDA when available), cpu, cuda or cuda:N.")
+    device: str = Field(
+        "cpu",
+        description="cpu (Ax's choice: Ax's own BO step runs on the CPU unless a device is "
+        "asked for), auto (CUDA when available), cuda or cuda:N.",
+    )
     seed: int = Field(0, ge=0, description="Seed of the offline operator and validation points.")
     dedup_threshold: float = Field(
         0.9999,

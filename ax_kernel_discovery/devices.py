@@ -46,8 +46,9 @@ def check_device_name(device: str) -> str:
     raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
-def resolve_device(device: str | None = "auto") -> str:
-    """The torch device every method runs on: ``auto`` (or ``None``) is CUDA when available.
+def resolve_device(device: str | None = None) -> str:
+    """The torch device every method runs on: ``None`` is Ax's choice (the CPU: Ax runs on
+    a GPU only when asked to), ``auto`` is CUDA when available.
 
     One resolution for all methods (kernel discovery, the fixed-kernel baselines, greedy
     and compositional search, CAKE, Ax's default), so that their timings on one machine
@@ -61,7 +62,9 @@ def resolve_device(device: str | None = "auto") -> str:
         >>> resolve_device("cpu")
         'cpu'
     """
-    device = check_device_name(device or "auto")
+    if device is None:
+        return "cpu"
+    device = check_device_name(device)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return check_device(device)

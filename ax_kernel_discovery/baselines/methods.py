@@ -1,17 +1,25 @@
 """The methods compared in the benchmarks, each an Ax ``GenerationStrategy``.
 
-Every method shares the same Sobol initialization (``num_sobol``, default 20, seeded),
-the same acquisition function (``qLogNoisyExpectedImprovement`` unless told otherwise)
-and the same acquisition-optimizer settings (:func:`ax_kernel_discovery.strategy.botorch_step`),
-so that they differ only in the surrogate:
+Every method starts with Ax's own initial design (the box centre, then seeded Sobol
+points: ``num_sobol`` trials in all, :func:`~ax_kernel_discovery.strategy.initialization_nodes`)
+and uses the same acquisition-optimizer settings; they differ in the model and in who
+builds the BO step:
 
 ===================  ==========================================================================
-name                 surrogate
+name                 surrogate, and the BO step
 ===================  ==========================================================================
+``ax_default``       Ax's own strategy, untouched (:func:`ax_strategy`: what
+                     ``Client.configure_generation_strategy`` builds): Ax's default model,
+                     Ax's ``Acquisition`` and optimizer, qLogNEI (qLogNEHVI for several
+                     objectives)
+``rbf`` ...          one fixed kernel in Ax's own strategy (Ax's ``"custom"`` method, one
+                     ``ModelConfig``): ``rbf``, ``matern52``, ``linear``, ``periodic``,
+                     ``rq``, ``bock``, ``sl``
 ``kd``               kernel discovery (:class:`~ax_kernel_discovery.KernelDiscoverySurrogate`;
-                     offline evolution operator, or the LLM proposer a config asks for)
-``rbf`` ...          one fixed kernel, Ax's plain ``Surrogate`` with one ``ModelConfig``:
-                     ``rbf``, ``matern52``, ``linear``, ``periodic``, ``rq``, ``bock``, ``sl``
+                     offline evolution operator, or the LLM proposer a config asks for), in
+                     the package's BO step (:func:`~ax_kernel_discovery.strategy.botorch_step`:
+                     Ax's acquisition by experiment kind, computed by
+                     :class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAcquisition`)
 ``greedy``           Greedy Search: Ax's own model selection over the start set
                      (RBF, Matern-5/2, RQ, BOCK, SL) by BIC, every round
 ``compositional``    Compositional Search (Duvenaud et al., 2013): BIC, the best kernel
@@ -22,15 +30,14 @@ name                 surrogate
 ``cake``             CAKE (Suwandi et al., 2025): an LLM evolves compositions of SE, PER,
                      LIN, RQ, M32, M52 (depth 3) from a truncated view of the data; BIC
                      (:class:`~ax_kernel_discovery.baselines.cake.CakeSurrogate`; needs an LLM)
-``ax_default``       Ax's default ``BOTORCH_MODULAR`` surrogate (no surrogate override)
 ``sobol``            Sobol points only
 ``saasbo``           SAAS fully Bayesian GP (NUTS); expensive, small budgets only
 ===================  ==========================================================================
 
 Example:
     >>> gs = get_method("rbf", num_sobol=10, num_restarts=2, raw_samples=32)
-    >>> gs.name
-    'Sobol+rbf'
+    >>> [node.name for node in gs._nodes]
+    ['CenterOfSearchSpace', 'Sobol', 'MBM']
 """
 
 from __future__ import annotations
@@ -54,9 +61,15 @@ from ax_kernel_discovery.baselines.compositional import (
     reuse_hyperparameters,
 )
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
-from ax_kernel_discovery.strategy import AcquisitionOptions, sobol_then_botorch, surrogate_of
+from ax_kernel_discovery.strategy import (
+    AcquisitionOptions,
+    check_num_sobol,
+    sobol_then_botorch,
+    surrogate_of,
+)
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
@@ -85,10 +98,7 @@ def _bo_strategy(name: str, surrogate: Any, **options: Any) -> GenerationStrateg
 
 def fixed_kernel_surrogate(kernel: str) -> Surrogate:
     """Ax's plain ``Surrogate`` with one kernel of the package (stored by Ax's JSON)."""
-    if kernel not in FIXED_KERNELS:
-        raise ValueError(f"unknown fixed kernel {kernel!r}; choose from {FIXED_KERNELS}")
-    config = candidate_model_config(base_candidate(kernel, origin="baseline"))
-    return Surrogate(surrogate_spec=SurrogateSpec(model_configs=[config]))
+    return Surrogate(surrogate_spec=SurrogateSpec(model_configs=[fixed_kernel_config(kernel)]))
 
 
 def greedy_surrogate(kernels: tuple[str, ...] = START_SET) -> Surrogate:
@@ -156,13 +166,18 @@ def _build_kd(**options: Any) -> GenerationStrategy:
     )
 
 
+def fixed_kernel_config(kernel: str) -> ModelConfig:
+    """The ``ModelConfig`` of one fixed kernel of the package (stored by Ax's JSON)."""
+    if kernel not in FIXED_KERNELS:
+        raise ValueError(f"unknown fixed kernel {kernel!r}; choose from {FIXED_KERNELS}")
+    return candidate_model_config(base_candidate(kernel, origin="baseline"))
+
+
 def _build_fixed(kernel: str) -> Callable[..., GenerationStrategy]:
     def build(**options: Any) -> GenerationStrategy:
         common = _common(options)
         _no_more(kernel, options)
-        return _bo_strategy(
-            kernel, fixed_kernel_surrogate(kernel), generator_name=f"Fixed-{kernel}", **common
-        )
+        return ax_strategy(**common, model_config=fixed_kernel_config(kernel))
 
     return build
 
@@ -213,10 +228,56 @@ def _build_cake(**options: Any) -> GenerationStrategy:
     return _bo_strategy("cake", surrogate, generator_name="CAKE", **common)
 
 
+def ax_strategy(
+    num_sobol: int = 20,
+    seed: int | None = 0,
+    *,
+    acquisition: AcquisitionOptions | None = None,
+    device: str | None = None,
+    model_config: ModelConfig | None = None,
+) -> GenerationStrategy:
+    """Ax's own strategy, as ``Client.configure_generation_strategy`` builds it.
+
+    ``choose_generation_strategy`` with ``initialization_budget=num_sobol`` and
+    ``initialization_random_seed=seed``: the box centre, Sobol points, then Ax's BO node
+    (its ``Surrogate``, transforms, ``Acquisition`` class and optimizer), untouched by
+    this package. Only what Ax's public options set may differ: the acquisition
+    optimizer's settings (the node's ``model_gen_options``), the acquisition function
+    class, the device, and with ``model_config`` one model of Ax's ``"custom"`` method.
+
+    Args:
+        num_sobol: Initialization trials, the centre included.
+        seed: Seed of the Sobol node.
+        acquisition: Acquisition function and optimizer settings (default: Ax's own).
+        device: torch device of the BO node (``None``: Ax's, the CPU).
+        model_config: The BO node's one ``ModelConfig`` (``None``: Ax's default model).
+    """
+    from ax.api.utils.generation_strategy_dispatch import choose_generation_strategy
+    from ax.api.utils.structs import GenerationStrategyDispatchStruct
+
+    acq = acquisition or AcquisitionOptions()
+    struct = GenerationStrategyDispatchStruct(
+        method="custom" if model_config is not None else "fast",
+        initialization_budget=check_num_sobol(num_sobol),
+        initialization_random_seed=seed,
+        torch_device=None if device is None else resolve_device(device),
+    )
+    gs = choose_generation_strategy(
+        struct, model_config=model_config, botorch_acqf_class=acq.botorch_acqf_class
+    )
+    spec = gs._nodes[-1].generator_specs[0]
+    if acq.acqf_options:
+        spec.generator_kwargs["botorch_acqf_options"] = dict(acq.acqf_options)
+    optimizer_kwargs = acq.optimizer_kwargs()
+    if optimizer_kwargs:
+        spec.generator_gen_kwargs = {"model_gen_options": {"optimizer_kwargs": optimizer_kwargs}}
+    return gs
+
+
 def _build_ax_default(**options: Any) -> GenerationStrategy:
     common = _common(options)
     _no_more("ax_default", options)
-    return _bo_strategy("ax_default", Surrogate(), generator_name="AxDefault", **common)
+    return ax_strategy(**common)
 
 
 def _build_sobol(**options: Any) -> GenerationStrategy:
@@ -306,8 +367,9 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
             paper's, :meth:`~ax_kernel_discovery.strategy.AcquisitionOptions.paper`) or
             its fields on top of it: ``botorch_acqf_class``
             (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
-            (512), ``sample_around_best`` (True), ``maxiter`` (300); ``device`` ("auto": CUDA
-            when available, for every method; kd, compositional and CAKE take their config's);
+            (512), ``sample_around_best`` (True), ``maxiter`` (300); ``device`` (default: Ax's
+            choice, the CPU; ``"auto"``: CUDA when available, for every method; kd,
+            compositional and CAKE take their config's);
             ``kd``, ``compositional`` and ``cake`` also take ``config`` (a
             :class:`~ax_kernel_discovery.KernelDiscoveryConfig`), ``fixed`` its ``kernel``
             (see :func:`~ax_kernel_discovery.library.get_kernel`), ``compositional``
@@ -333,6 +395,8 @@ __all__ = [
     "CompositionalSearchSurrogate",
     "MethodInfo",
     "UnknownMethodError",
+    "ax_strategy",
+    "fixed_kernel_config",
     "fixed_kernel_surrogate",
     "get_method",
     "greedy_surrogate",
