@@ -8,7 +8,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
-__all__ = ["device_info", "package_versions", "utc_now"]
+__all__ = ["device_info", "package_versions", "source_commit", "utc_now"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -29,6 +29,37 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[dist] = None
     return out
+
+
+def source_commit() -> dict[str, Any] | None:
+    """The git commit of the package's source, and whether it had uncommitted changes.
+
+    ``None`` when the package is not run from a git checkout (an installed wheel); the
+    package version in :func:`package_versions` then names the code.
+    """
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), *args],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no", "--", "ax_kernel_discovery")
+    return {"commit": commit, "dirty": bool(status)}
 
 
 def device_info(device: str = "cpu") -> dict[str, Any]:

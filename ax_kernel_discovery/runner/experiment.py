@@ -16,7 +16,12 @@ from rich.text import Text
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.runner.ax_client import load_client, new_client, trial_values
-from ax_kernel_discovery.runner.environment import device_info, package_versions, utc_now
+from ax_kernel_discovery.runner.environment import (
+    device_info,
+    package_versions,
+    source_commit,
+    utc_now,
+)
 from ax_kernel_discovery.runner.results import (
     PHASES,
     RESULT_VERSION,
@@ -126,6 +131,12 @@ def run_experiment(
     sessions.append(session)
 
     result: dict[str, Any] = {}
+    code = source_commit()
+    resolved_kd_config = (
+        surrogate.config.model_dump(mode="json")
+        if isinstance(getattr(surrogate, "config", None), KernelDiscoveryConfig)
+        else None
+    )
 
     def write(status: str) -> dict[str, Any]:
         values, statuses = trial_values(client)
@@ -165,6 +176,8 @@ def run_experiment(
                 "batch": cfg.batch,
                 "num_sobol": cfg.num_sobol,
                 "config": cfg.model_dump(mode="json"),
+                "resolved_kd_config": resolved_kd_config,
+                "code": code,
                 "n_evaluations": len(values),
                 "values": values,
                 "trial_status": statuses,

@@ -68,6 +68,20 @@ class StudyProtocol(BaseModel):
 STUDY = StudyProtocol()
 """The study's protocol."""
 
+TUNING_SEEDS: tuple[int, ...] = tuple(range(10))
+"""The hold-out study's tuning seeds: kd's variants are screened, and its default chosen,
+on these only (``benchmarks/results/holdout/PROTOCOL.md``)."""
+
+CONFIRMATION_SEEDS: tuple[int, ...] = tuple(range(1000, 1015))
+"""The hold-out study's confirmation seeds: run once, for the final default."""
+
+HOLDOUT_OUT = "benchmarks/results/holdout"
+"""Where the hold-out study's result files live (``tuning/``, ``confirmation/``)."""
+
+HOLDOUT = StudyProtocol(methods=("kd", "ax_default", "bock"), seeds=CONFIRMATION_SEEDS)
+"""The hold-out study's confirmation runs: the earlier study's problems and settings, kd
+against stock ``ax_default`` and ``bock``, on seeds nobody tuned on."""
+
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
 ``llm_*`` fields (so an LLM variant compares kd with the LLM against CAKE on one model)."""
@@ -129,8 +143,12 @@ def run_study(
 
 
 __all__ = [
+    "CONFIRMATION_SEEDS",
     "DEFAULT_OUT",
+    "HOLDOUT",
+    "HOLDOUT_OUT",
     "STUDY",
+    "TUNING_SEEDS",
     "VARIANT_METHODS",
     "StudyProtocol",
     "run_study",
