@@ -49,6 +49,7 @@ from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.rows import ShareRows
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def register_storage() -> None:
         return
     register_kernel(DiscoveredKernel)
     register_transform(KeepNonFiniteOut)
+    register_transform(ShareRows)
     register_model(KernelDiscoveryGP)
     register_acquisition(KernelDiscoveryAcquisition)
     register_acquisition_function(NewRowsqLogNEI)

@@ -15,6 +15,7 @@ from ax.adapter.registry import Generators, MBM_X_trans, Y_trans
 from ax.core.experiment import Experiment
 from ax.core.experiment_status import ExperimentStatus
 from ax.core.trial_status import TrialStatus
+from ax.generation_strategy.dispatch_utils import get_derelativize_config
 from ax.generation_strategy.generation_node import GenerationNode
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generation_strategy.generator_spec import GeneratorSpec
@@ -35,6 +36,7 @@ from ax_kernel_discovery.proposers.from_config import check_llm_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.fitting import candidate_model_config
+from ax_kernel_discovery.surrogate.rows import ShareRows
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code), as keyword
@@ -344,8 +346,11 @@ def botorch_step(
         "botorch_acqf_class": acq.botorch_acqf_class or default_acqf_class(surrogate),
         "acquisition_class": KernelDiscoveryAcquisition,
         "torch_device": torch.device(device),
-        # Ax's transforms of BOTORCH_MODULAR, after one that keeps inf values out
-        "transforms": [KeepNonFiniteOut, *MBM_X_trans, *Y_trans],
+        # Ax's transforms of BOTORCH_MODULAR, after one that keeps inf values out and
+        # before one that tells the surrogate which trial each row is (changes nothing)
+        "transforms": [KeepNonFiniteOut, *MBM_X_trans, *Y_trans, ShareRows],
+        # as Ax's own BO node: relative outcome constraints against the raw status quo
+        "transform_configs": get_derelativize_config(derelativize_with_raw_status_quo=True),
     }
     if acq.acqf_options:
         generator_kwargs["botorch_acqf_options"] = acq.acqf_options

@@ -79,6 +79,7 @@ from ax_kernel_discovery.surrogate.fitting import (
 )
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.rows import FitRows
 from ax_kernel_discovery.surrogate.state import (
     FittedModels,
     LastChoice,
@@ -220,6 +221,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._executor: ThreadPoolExecutor | None = None
         #: Rounds whose other kernels are being fitted in a worker, by outcome.
         self._pending: dict[str, _Pending] = {}
+        #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
+        self._fit_rows: dict[str, FitRows] = {}
         if state:
             self._load_state(state)
 
@@ -325,6 +328,13 @@ class KernelDiscoverySurrogate(Surrogate):
         if callable(close):
             close()
 
+    def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None:
+        """Take the rows of the fit Ax is about to make, keyed by trial and arm, with
+        their raw values and the map of Ax's Y transforms (called by
+        :class:`~ax_kernel_discovery.surrogate.rows.ShareRows`, the last transform of
+        kernel discovery's BO step)."""
+        self._fit_rows = dict(rows)
+
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objective direction per outcome (called by the acquisition)."""
         for name, w in zip(self.outcomes, weights.reshape(-1).tolist(), strict=False):
@@ -349,6 +359,9 @@ class KernelDiscoverySurrogate(Surrogate):
         t_start = time.perf_counter()
         outcome = dataset.outcome_names[0]
         self._finish_background(outcome)
+        rows = self._fit_rows.get(outcome)
+        if rows is not None and not rows.matches(dataset.Y):
+            rows = None  # not the rows of this dataset (Ax fitted it another way)
         X = dataset.X
         dim = X.shape[-1]
         if outcome not in self.outcome_states:
@@ -364,6 +377,7 @@ class KernelDiscoverySurrogate(Surrogate):
             rec=rec,
             history=[r for r in self._history if r.outcome == outcome],
             sign=self.objective_weights.get(outcome),
+            rows=rows,
         )
 
         self._strike(ctx)
@@ -372,6 +386,7 @@ class KernelDiscoverySurrogate(Surrogate):
             t0 = time.perf_counter()
             self.fitter.score_heldout(ctx)
             rec.timings["heldout"] = time.perf_counter() - t0
+        state.note_rows(rows, rec.round)
 
         t0 = time.perf_counter()
         proposal = self._propose(pop, dim, outcome, rec)
@@ -581,6 +596,8 @@ class KernelDiscoverySurrogate(Surrogate):
             history=list(ctx.history),
             sign=ctx.sign,
             round_index=rec.round,
+            row_rounds=dict(ctx.state.row_rounds),
+            rows=ctx.rows,
         )
         future: Future[BackgroundResult] | None = None
         if job.cands:
@@ -707,6 +724,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 if v.last_choice is not None
             },
             "warm_parameters": warm,
+            "rows": {k: v.rows_to_dict() for k, v in self.outcome_states.items()},
             "proposer": proposer or {},
         }
         if fallback:
@@ -728,6 +746,9 @@ class KernelDiscoverySurrogate(Surrogate):
             )
             for outcome, pop in state.get("populations", {}).items()
         }
+        for outcome, rows in state.get("rows", {}).items():
+            if outcome in self.outcome_states:
+                self.outcome_states[outcome].rows_from_dict(rows)
         self._history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
         self._proposer_state = dict(state.get("proposer") or {}) or None
         self._fallback_state = dict(state.get("fallback_proposer") or {}) or None
@@ -860,7 +881,9 @@ class KernelDiscoverySurrogate(Surrogate):
         state["_prefetch"] = {}
         state["_executor"] = None
         state["outcome_states"] = {
-            k: OutcomeState(v.population, v.warm, v.last_choice)  # no fitted models
+            k: OutcomeState(
+                v.population, v.warm, v.last_choice, row_rounds=v.row_rounds, ymap=v.ymap
+            )  # no fitted models
             for k, v in self.outcome_states.items()
         }
         return state

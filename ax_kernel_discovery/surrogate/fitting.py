@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
@@ -50,6 +50,7 @@ from ax_kernel_discovery.selection import (
 )
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext, warm_parameters
 from ax_kernel_discovery.surrogate.worker import WorkerPool, shared_pool
 
@@ -308,12 +309,25 @@ class KernelFitter:
     def _score_blocks(self, ctx: RoundContext, n: int) -> list[Tensor] | None:
         """The last ``score_batches`` BO batches of the outcome, as row indices (lbo_crps).
 
-        A batch is the rows a round added: Ax hands the surrogate its rows in trial order,
-        so round ``r`` added rows ``n_{r-1} .. n_r - 1``. The initial design is never a
-        batch; before the first BO batch there is none (``None``: LOO-CRPS).
+        A batch is the rows a round's fit saw first. With the rows keyed by trial
+        (:attr:`RoundContext.rows`) they are found by key, wherever they sit in Ax's
+        order; otherwise by position (Ax hands the rows in trial order, so round ``r``
+        added rows ``n_{r-1} .. n_r - 1``, unless trials completed out of order). The
+        initial design is never a batch; before the first BO batch there is none
+        (``None``: LOO-CRPS).
         """
         if self.config.criterion not in ("lbo_crps", "prequential"):
             return None
+        rows, seen = ctx.rows, ctx.state.row_rounds
+        if rows is not None and len(rows.keys) == n and seen:
+            first = min(seen.values())
+            by_round: dict[int, list[int]] = {}
+            for i, key in enumerate(rows.keys):
+                r = seen.get(key)
+                if r is not None and r > first:
+                    by_round.setdefault(r, []).append(i)
+            keyed = [torch.tensor(by_round[r]) for r in sorted(by_round)]
+            return keyed[-self.config.score_batches :] or None
         edges = sorted({r.n for r in ctx.history if r.n < n})
         edges.append(n)
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
@@ -463,52 +477,102 @@ class KernelFitter:
         )
 
     def score_heldout(self, ctx: RoundContext) -> None:
-        """Score each member's last-round forecast of the batch that round's acquisition chose.
+        """Score each member's last-round forecast of the batch that arrived since.
 
         The member's GP is rebuilt at the hyperparameters it was fitted to last round (its
-        warm start, saved with the state, so a reloaded run scores identically), on all
-        current points without refitting, and the newest rows (those added since the last
-        round) are predicted from the older ones in closed form. Ax standardizes the
-        targets anew each round; the last round's units are recovered by standardizing
-        the older rows again (Ax's ``StandardizeY``: mean, ``ddof=1`` std), so the
-        forecast is scored in the units the hyperparameters were fitted in.
+        warm start, saved with the state, so a reloaded run scores identically) and the
+        new rows are predicted from the rows that fit saw, in closed form, in the units
+        and transform of that fit (:meth:`forecast_data`). The score is the forecast's
+        log density (and CRPS) at each new row, kept per member for the choice.
         """
         last = ctx.history[-1] if ctx.history else None
-        dataset, rec = ctx.dataset, ctx.rec
-        n = ctx.n
-        if last is None or not 1 < last.n < n:
+        forecast = self.forecast_data(ctx, last) if last is not None else None
+        if last is None or forecast is None:
             return
-        window = self.config.score_batches
-        block = torch.arange(last.n, n)
+        data, block = forecast
+        rec, window = ctx.rec, self.config.score_batches
+        rec.heldout_units = "fit" if ctx.rows is not None else "restandardized"
         for member in ctx.population:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
             config = candidate_model_config(member.candidate, self.config.fit_timeout)
             try:
-                model = self.build_model(dataset, ctx.search_space_digest, config, warm, False)
+                model = self.build_model(data, ctx.search_space_digest, config, warm, False)
                 with torch.no_grad():
                     K, centred = prior_covariance(model)
-                    y = cast(Tensor, cast(Any, model).train_targets).reshape(-1)
-                    head = y[: last.n]
-                    scale = float(head.std(unbiased=True))
-                    scale = scale if math.isfinite(scale) and scale > 0 else 1.0
-                    prior_mean = y - centred
-                    y_old = (y - head.mean()) / scale - prior_mean
-                    mu, var = heldout_predictive(K, y_old, block.to(K.device))
+                    mu, var = heldout_predictive(K, centred, block.to(K.device))
                     std = var.sqrt()
-                    logpdf = gaussian_log_density(mu, std, y_old[block])
-                    crps = gaussian_crps(mu, std, y_old[block])
+                    logpdf = gaussian_log_density(mu, std, centred[block.to(K.device)])
+                    crps = gaussian_crps(mu, std, centred[block.to(K.device)])
                 if not (torch.isfinite(logpdf).all() and torch.isfinite(crps).all()):
                     raise ValueError("non-finite held-out forecast")
             except Exception as e:  # noqa: BLE001 - an unscored batch is recorded, not raised
                 logger.info("held-out score of %s failed: %r", member.name, e)
-                rec.timings[f"heldout_failed:{member.name}"] = 1.0
+                rec.heldout_failed.append(member.name)
                 continue
             member.heldout = [
                 *member.heldout,
                 HeldOut(round=last.round, logpdf=logpdf.tolist(), crps=crps.tolist()),
             ][-window:]
+
+    def forecast_data(
+        self, ctx: RoundContext, last: RoundRecord
+    ) -> tuple[SupervisedDataset, Tensor] | None:
+        """The data last round's fits forecast from, and which of its rows are the batch.
+
+        Returns a dataset whose first rows are those last round's fit saw and whose last
+        rows (the returned indices) arrived since, with targets and known noise in the
+        units of that fit; ``None`` when there is no batch to score (no new row, or
+        fewer than two rows before it).
+
+        * With the rows keyed by trial (:attr:`RoundContext.rows`, kernel discovery's BO
+          step): the new rows are those no earlier fit saw, wherever they sit in Ax's
+          order (trials complete out of order), and every row is mapped from its raw
+          value by Ax's Y transforms *as fitted last round* (Winsorize cutoffs,
+          standardization), SEMs included: exactly the targets that fit saw, and the
+          batch in its units.
+        * Otherwise (no keyed rows, or a Y transform the map does not know): the last
+          ``n - last.n`` rows are the batch and the older rows are standardized again
+          (Ax's ``StandardizeY``: mean, ``ddof=1`` std), the known noise with them.
+        """
+        dataset, state, rows = ctx.dataset, ctx.state, ctx.rows
+        Yvar = dataset.Yvar
+        if rows is not None and state.ymap is not None and state.row_rounds:
+            old = [i for i, k in enumerate(rows.keys) if k in state.row_rounds]
+            new = [i for i, k in enumerate(rows.keys) if k not in state.row_rounds]
+            if len(old) < 2 or not new:
+                return None
+            order = old + new
+            mean, sem = state.ymap(rows.raw_mean[order], rows.raw_sem[order])
+            X = dataset.X[torch.as_tensor(order, device=dataset.X.device)]
+            like = dataset.Y
+            Y = torch.as_tensor(mean, dtype=like.dtype, device=like.device).reshape(-1, 1)
+            var = None
+            if Yvar is not None:
+                var = torch.as_tensor(sem**2, dtype=like.dtype, device=like.device).reshape(-1, 1)
+                if not torch.isfinite(var).all():
+                    return None
+            block = torch.arange(len(old), len(order))
+        else:
+            n = ctx.n
+            if not 1 < last.n < n:
+                return None
+            head = dataset.Y[: last.n].reshape(-1)
+            scale = float(head.std(unbiased=True))
+            scale = scale if math.isfinite(scale) and scale > 0 else 1.0
+            X = dataset.X
+            Y = (dataset.Y - head.mean()) / scale
+            var = None if Yvar is None else Yvar / scale**2
+            block = torch.arange(last.n, n)
+        data = SupervisedDataset(
+            X=X,
+            Y=Y,
+            Yvar=var,
+            feature_names=dataset.feature_names,
+            outcome_names=dataset.outcome_names,
+        )
+        return data, block
 
     def choose(self, models: dict[str, FittedKernel]) -> str:
         """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
@@ -736,6 +800,8 @@ class BackgroundJob:
         history: The outcome's earlier rounds (for the criterion's batches).
         sign: The objective weight of the outcome.
         round_index: The round.
+        row_rounds: The round each row was first fitted in (for the criterion's batches).
+        rows: The round's rows keyed by trial (``None``: not known).
     """
 
     config: KernelDiscoveryConfig
@@ -750,18 +816,23 @@ class BackgroundJob:
     history: list[RoundRecord]
     sign: float | None
     round_index: int
+    row_rounds: dict[RowKey, int] = field(default_factory=dict)
+    rows: FitRows | None = None
 
     def context(self) -> RoundContext:
         """A round context over copies of the job's state (the worker's, or this process's)."""
         n, dim = self.dataset.X.shape[0], self.dataset.X.shape[-1]
         return RoundContext(
             outcome=self.outcome,
-            state=OutcomeState(self.population, warm=dict(self.warm)),
+            state=OutcomeState(
+                self.population, warm=dict(self.warm), row_rounds=dict(self.row_rounds)
+            ),
             dataset=self.dataset,
             search_space_digest=self.search_space_digest,
             rec=RoundRecord(round=self.round_index, outcome=self.outcome, n=n, dim=dim),
             history=self.history,
             sign=self.sign,
+            rows=self.rows,
         )
 
 

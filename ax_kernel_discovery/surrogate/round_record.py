@@ -46,6 +46,13 @@ class RoundRecord(BaseModel):
     #: (``None``: no LLM proposer); when not, ``llm_failure`` says why.
     llm_used: bool | None = None
     llm_failure: str | None = None
+    #: ``prequential``: the units the batch's forecasts were scored in: ``"fit"`` (the
+    #: rows keyed by trial, in the units of the fit that forecast them) or
+    #: ``"restandardized"`` (the older rows standardized again; no keyed rows);
+    #: ``None``: no batch scored this round.
+    heldout_units: str | None = None
+    #: Members whose held-out forecast could not be scored this round.
+    heldout_failed: list[str] = Field(default_factory=list)
 
 
 __all__ = ["RoundRecord"]

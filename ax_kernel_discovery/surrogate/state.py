@@ -52,6 +52,7 @@ from torch import Tensor
 from ax_kernel_discovery.candidate import decode_keys, encode_keys
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.rows import FitRows, RowKey, YMap
 
 __all__ = [
     "FittedModels",
@@ -220,12 +221,42 @@ class OutcomeState:
         fitted_models: Last round's fitted model of every kernel, by name (diagnostics
             and the acquisition's mixture; not saved; a :class:`FittedModels` where some
             are built on first access).
+        row_rounds: The round whose fit first saw each training row, by ``(trial index,
+            arm name)`` (what is new since a fit, whatever order trials complete in).
+        ymap: The map from raw observations to the units of the last fit (Ax's Y
+            transforms then; ``None``: unknown), so that its forecasts are scored in
+            those units.
     """
 
     population: Population
     warm: dict[str, dict[str, Tensor]] = field(default_factory=dict)
     last_choice: LastChoice | None = None
     fitted_models: MutableMapping[str, Model] = field(default_factory=dict)
+    row_rounds: dict[RowKey, int] = field(default_factory=dict)
+    ymap: YMap | None = None
+
+    def note_rows(self, rows: FitRows | None, round_index: int) -> None:
+        """Record a fit's rows: the new ones are first seen in ``round_index``; its map
+        becomes the last fit's (``None`` rows: unknown, so no map)."""
+        if rows is None:
+            self.ymap = None
+            return
+        for key in rows.keys:
+            self.row_rounds.setdefault(key, round_index)
+        self.ymap = rows.ymap
+
+    def rows_to_dict(self) -> dict[str, Any]:
+        """The row bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
+        return {
+            "row_rounds": [[t, a, r] for (t, a), r in self.row_rounds.items()],
+            "ymap": self.ymap.to_dict() if self.ymap is not None else None,
+        }
+
+    def rows_from_dict(self, data: Mapping[str, Any]) -> None:
+        """Restore :meth:`rows_to_dict`'s bookkeeping."""
+        self.row_rounds = {(int(t), str(a)): int(r) for t, a, r in data.get("row_rounds", [])}
+        ymap = data.get("ymap")
+        self.ymap = YMap.from_dict(ymap) if ymap else None
 
     def drop(self, name: str) -> None:
         """Remove ``name`` (a member or a kernel of this round) with its warm start."""
@@ -260,6 +291,8 @@ class RoundContext:
         rec: This round's record (the steps append what they did).
         history: The earlier rounds of this outcome, oldest first.
         sign: The objective weight of the outcome (``None``: not known yet).
+        rows: The dataset's rows, keyed by trial and arm, with their raw values
+            (``None``: not known, e.g. a node without kernel discovery's transforms).
     """
 
     outcome: str
@@ -269,6 +302,7 @@ class RoundContext:
     rec: RoundRecord
     history: Sequence[RoundRecord] = ()
     sign: float | None = None
+    rows: FitRows | None = None
 
     @property
     def population(self) -> Population:
