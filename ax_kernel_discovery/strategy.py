@@ -33,7 +33,10 @@ from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig, resolve_device
 from ax_kernel_discovery.library_format import LibraryKernel, get_kernel, validate_library_kernel
 from ax_kernel_discovery.proposers.from_config import check_llm_config
-from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.acquisition import (
+    AcquisitionPartner,
+    KernelDiscoveryAcquisition,
+)
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.fitting import candidate_model_config
 from ax_kernel_discovery.surrogate.rows import ShareRows
@@ -66,13 +69,13 @@ class AcquisitionOptions(BaseModel):
     round and search less.
 
     Args:
-        botorch_acqf_class: Acquisition function (``None``: the surrogate's
-            ``default_acqf_class``: for
-            :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI
-            with the same values to 1e-9 at a lower cost per optimizer step; otherwise
-            ``qLogNoisyExpectedImprovement``, Ax's). Analytic ``LogExpectedImprovement``
-            works only when one trial is asked per round (it rejects pending points).
+        botorch_acqf_class: Acquisition function (``None``: Ax's choice for the
+            experiment: qLogNEI for one objective, qLogNEHVI for several, ...; a
+            :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` computes Ax's qLogNEI
+            with :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the
+            same values to 1e-9 at a lower cost per optimizer step). Analytic
+            ``LogExpectedImprovement`` works only when one trial is asked per round (it
+            rejects pending points).
         acqf_options: Options of the acquisition function (``botorch_acqf_options``).
         num_restarts: Restarts of the acquisition optimizer (``None``: Ax's, 20).
         raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
@@ -262,18 +265,23 @@ def initialization_nodes(
 
 
 def default_acqf_class(surrogate: Any) -> type[AcquisitionFunction]:
-    """The acquisition function a BO step pairs with ``surrogate`` when none is named.
+    """The class that computes qLogNEI, Ax's choice for a single-objective experiment,
+    in a BO step around ``surrogate`` when the strategy names no acquisition function.
 
-    The surrogate's ``default_acqf_class`` where it has one (a
-    :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`:
-    :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`), else Ax's,
-    ``qLogNoisyExpectedImprovement``.
+    For a surrogate that takes part in the acquisition
+    (:class:`~ax_kernel_discovery.surrogate.acquisition.AcquisitionPartner`, e.g. a
+    :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`) its ``acqf_class_for`` (kernel
+    discovery: :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the same
+    values), else ``qLogNoisyExpectedImprovement``. Other experiments get Ax's own choice
+    (qLogNEHVI for several objectives, ...).
 
     Example:
         >>> default_acqf_class(KernelDiscoverySurrogate()).__name__
         'NewRowsqLogNEI'
     """
-    return getattr(surrogate, "default_acqf_class", qLogNoisyExpectedImprovement)
+    if isinstance(surrogate, AcquisitionPartner):
+        return surrogate.acqf_class_for(qLogNoisyExpectedImprovement)
+    return qLogNoisyExpectedImprovement
 
 
 def botorch_step(
@@ -303,8 +311,9 @@ def botorch_step(
     Args:
         surrogate: The ``Surrogate`` instance (e.g. a
             :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`).
-        botorch_acqf_class: Acquisition function (``None``: the acquisition's; if it
-            names none, :func:`default_acqf_class` of ``surrogate``).
+        botorch_acqf_class: Acquisition function (``None``: Ax's choice for the
+            experiment, computed for a kernel-discovery surrogate by its
+            ``acqf_class_for``; see :func:`default_acqf_class`).
         acqf_options: Options of the acquisition function.
         num_restarts: Acquisition optimizer restarts (``None``: Ax's, 20).
         raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
@@ -343,7 +352,8 @@ def botorch_step(
     optimizer_kwargs = acq.optimizer_kwargs()
     generator_kwargs: dict[str, Any] = {
         "surrogate": surrogate,
-        "botorch_acqf_class": acq.botorch_acqf_class or default_acqf_class(surrogate),
+        # None: Ax chooses by experiment (qLogNEI, qLogNEHVI for several objectives, ...)
+        "botorch_acqf_class": acq.botorch_acqf_class,
         "acquisition_class": KernelDiscoveryAcquisition,
         "torch_device": torch.device(device),
         # Ax's transforms of BOTORCH_MODULAR, after one that keeps inf values out and

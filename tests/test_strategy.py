@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.optimizer_argparse import optimizer_argparse
 from ax.generators.torch.botorch_modular.optimizer_defaults import NUM_RESTARTS, RAW_SAMPLES
 from botorch.acquisition.logei import qLogExpectedImprovement, qLogNoisyExpectedImprovement
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
 from pydantic import ValidationError
 
 from ax_kernel_discovery import (
@@ -213,27 +215,77 @@ def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhe
     assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
 
 
-def test_kernel_discovery_computes_qlognei_from_new_rows_unless_told_otherwise() -> None:
-    """kd's strategies pair it with NewRowsqLogNEI; its config, an explicit class or the
-    acquisition object choose otherwise; every baseline keeps BoTorch's qLogNEI."""
-    assert _bo_kwargs(kernel_discovery_generation_strategy())["botorch_acqf_class"] is (
-        NewRowsqLogNEI
+def _acqf_built(client: Client, n: int = 2) -> list[type]:
+    metrics = list(client._experiment.optimization_config.metric_names)
+    """The classes of the acquisition functions Ax's Acquisition builds for one ask."""
+    from ax.generators.torch.botorch_modular.acquisition import Acquisition
+
+    built: list[type] = []
+    original = Acquisition._instantiate_acquisition
+
+    def spy(self: Acquisition) -> None:
+        original(self)
+        built.append(type(self.acqf))
+
+    Acquisition._instantiate_acquisition = spy  # type: ignore[method-assign]
+    try:
+        trials = client.get_next_trials(max_trials=n)
+    finally:
+        Acquisition._instantiate_acquisition = original  # type: ignore[method-assign]
+    for index, params in trials.items():
+        value = _f(params)
+        client.complete_trial(index, raw_data={m: value * (1 + k) for k, m in enumerate(metrics)})
+    return built
+
+
+def _kd_client(objective: str, config: dict[str, Any] | None = None) -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
     )
-    assert _bo_kwargs(baselines.get_method("kd"))["botorch_acqf_class"] is NewRowsqLogNEI
-    botorch = KernelDiscoveryConfig(acquisition="botorch")
-    assert _bo_kwargs(baselines.get_method("kd", config=botorch))["botorch_acqf_class"] is (
+    client.configure_optimization(objective)
+    kd = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 5, **(config or {})}
+    client.set_generation_strategy(kernel_discovery_generation_strategy(kd, num_sobol=4, **TINY))
+    _acqf_built(client, 4)  # the initial design
+    return client
+
+
+def test_kd_uses_the_acquisition_ax_chooses_for_the_experiment() -> None:
+    """Issue 30 item 1: one objective, Ax's qLogNEI (computed by NewRowsqLogNEI, or by
+    BoTorch's class under acquisition='botorch'); two objectives, qLogNEHVI as Ax's own
+    step builds it, never a scalarized qLogNEI."""
+    assert set(_acqf_built(_kd_client("-f"))) == {NewRowsqLogNEI}
+    assert set(_acqf_built(_kd_client("-f", {"acquisition": "botorch"}))) == {
         qLogNoisyExpectedImprovement
-    )
+    }
+    moo = _kd_client("-a, -b")
+    assert set(_acqf_built(moo)) == {qLogNoisyExpectedHypervolumeImprovement}
+    surrogate = surrogate_of(moo)
+    # item 2: the objective weights are kept as Ax's matrix, one row per objective
+    assert surrogate.objective_matrix == [{"a": -1.0, "b": 0.0}, {"a": 0.0, "b": -1.0}]
+    assert surrogate.objective_weights == {"a": -1.0, "b": -1.0}
+    assert {r.outcome for r in surrogate.history} == {"a", "b"}
+
+
+def test_the_builders_leave_the_acquisition_function_to_ax_unless_named() -> None:
+    """kd's strategies name no class (Ax chooses per experiment); an explicit class or the
+    acquisition object name one; Ax's own strategies are Ax's."""
+    assert _bo_kwargs(kernel_discovery_generation_strategy())["botorch_acqf_class"] is None
+    assert _bo_kwargs(baselines.get_method("kd"))["botorch_acqf_class"] is None
     plain = AcquisitionOptions(botorch_acqf_class=qLogNoisyExpectedImprovement)
     assert _bo_kwargs(kernel_discovery_generation_strategy(acquisition=plain))[
         "botorch_acqf_class"
     ] is (qLogNoisyExpectedImprovement)
-    kwargs = _bo_kwargs(baselines.get_method("compositional"))
-    assert kwargs["botorch_acqf_class"] is qLogNoisyExpectedImprovement
     for name in ("ax_default", "rbf", "bock"):  # Ax's own strategy: Ax chooses
         kwargs = _bo_kwargs(baselines.get_method(name))
         assert "botorch_acqf_class" not in kwargs and "acquisition_class" not in kwargs, name
         assert "surrogate" not in kwargs and "surrogate_spec" in kwargs, name
+    assert default_acqf_class(KernelDiscoverySurrogate()) is NewRowsqLogNEI
+    botorch = KernelDiscoverySurrogate(KernelDiscoveryConfig(acquisition="botorch"))
+    assert default_acqf_class(botorch) is qLogNoisyExpectedImprovement
     assert default_acqf_class(object()) is qLogNoisyExpectedImprovement
     with pytest.raises(ValueError, match="acquisition"):
         KernelDiscoveryConfig(acquisition="fast")  # type: ignore[arg-type]

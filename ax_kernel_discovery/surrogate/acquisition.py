@@ -29,7 +29,7 @@ so methods differ only in their models.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.acquisition import Acquisition, determine_optimizer
@@ -64,22 +64,67 @@ def gen_candidates_scipy_unfixed(
     )
 
 
+@runtime_checkable
+class AcquisitionPartner(Protocol):
+    """What :class:`KernelDiscoveryAcquisition` asks of a surrogate that takes part in it
+    (:class:`~ax_kernel_discovery.KernelDiscoverySurrogate`); other surrogates are used as
+    Ax uses them."""
+
+    def record_objective_weights(self, weights: Tensor) -> None:
+        """Learn the objectives: Ax's objective weights (one row per objective)."""
+        ...
+
+    def acqf_class_for(self, chosen: type[AcquisitionFunction]) -> type[AcquisitionFunction]:
+        """The class that computes the acquisition function Ax chose for the experiment."""
+        ...
+
+    def finish_background(self) -> None:
+        """Complete the round whose kernels were fitted while the acquisition ran."""
+        ...
+
+
 class KernelDiscoveryAcquisition(Acquisition):
     """Ax's ``Acquisition``, reporting objective weights to the surrogate and optimizing
-    without BoTorch's empty fixed-feature pass (see the module docstring)."""
+    without BoTorch's empty fixed-feature pass (see the module docstring).
+
+    The acquisition function is the one Ax chooses for the experiment (qLogNEI for one
+    objective, qLogNEHVI for several, ...) unless the strategy names one; a surrogate
+    that is an :class:`AcquisitionPartner` may compute Ax's choice with another class of
+    the same values (``acqf_class_for``: kernel discovery's ``NewRowsqLogNEI``).
+    """
 
     def __init__(
         self,
         surrogate: Any,
         search_space_digest: Any,
         torch_opt_config: Any,
-        *args: Any,
-        **kwargs: Any,
+        botorch_acqf_class: type[AcquisitionFunction] | None = None,
+        botorch_acqf_options: dict[str, Any] | None = None,
+        botorch_acqf_classes_with_options: (
+            list[tuple[type[AcquisitionFunction], dict[str, Any]]] | None
+        ) = None,
+        n: int | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
-        record = getattr(surrogate, "record_objective_weights", None)
-        if record is not None:
-            record(torch_opt_config.objective_weights)
-        super().__init__(surrogate, search_space_digest, torch_opt_config, *args, **kwargs)
+        if isinstance(surrogate, AcquisitionPartner):
+            surrogate.record_objective_weights(torch_opt_config.objective_weights)
+            if botorch_acqf_class is not None:
+                botorch_acqf_class = surrogate.acqf_class_for(botorch_acqf_class)
+            if botorch_acqf_classes_with_options:
+                botorch_acqf_classes_with_options = [
+                    (surrogate.acqf_class_for(cls), opts)
+                    for cls, opts in botorch_acqf_classes_with_options
+                ]
+        super().__init__(
+            surrogate,
+            search_space_digest,
+            torch_opt_config,
+            botorch_acqf_class=botorch_acqf_class,
+            botorch_acqf_options=botorch_acqf_options,
+            botorch_acqf_classes_with_options=botorch_acqf_classes_with_options,
+            n=n,
+            options=options,
+        )
 
     def optimize(
         self,
@@ -125,9 +170,8 @@ class KernelDiscoveryAcquisition(Acquisition):
             for p in frozen:
                 p.requires_grad_(True)
             # the round's other kernels were fitted meanwhile (background_fits): complete it
-            finish = getattr(self.surrogate, "finish_background", None)
-            if callable(finish):
-                finish()
+            if isinstance(self.surrogate, AcquisitionPartner):
+                self.surrogate.finish_background()
 
 
-__all__ = ["KernelDiscoveryAcquisition", "gen_candidates_scipy_unfixed"]
+__all__ = ["AcquisitionPartner", "KernelDiscoveryAcquisition", "gen_candidates_scipy_unfixed"]

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
+import numpy as np
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -79,7 +80,7 @@ from ax_kernel_discovery.surrogate.fitting import (
 )
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows
+from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
 from ax_kernel_discovery.surrogate.state import (
     FittedModels,
     LastChoice,
@@ -203,6 +204,9 @@ class KernelDiscoverySurrogate(Surrogate):
         self.outcome_states: dict[str, OutcomeState] = {}
         self._history: list[RoundRecord] = []
         self.objective_weights: dict[str, float] = {}
+        #: Ax's objectives, one ``{outcome: weight}`` per objective (see
+        #: :meth:`record_objective_weights`).
+        self.objective_matrix: list[dict[str, float]] = []
         self.round_index = 0
         self._start_candidates = start_candidates or default_start_candidates
         self._proposer_factory = proposer_factory or make_proposer
@@ -221,6 +225,9 @@ class KernelDiscoverySurrogate(Surrogate):
         self._executor: ThreadPoolExecutor | None = None
         #: Rounds whose other kernels are being fitted in a worker, by outcome.
         self._pending: dict[str, _Pending] = {}
+        #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
+        self._in_fit = False
+        self._round_used = False
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
         if state:
@@ -336,11 +343,47 @@ class KernelDiscoverySurrogate(Surrogate):
         self._fit_rows = dict(rows)
 
     def record_objective_weights(self, weights: Tensor) -> None:
-        """Learn the objective direction per outcome (called by the acquisition)."""
-        for name, w in zip(self.outcomes, weights.reshape(-1).tolist(), strict=False):
-            self.objective_weights[name] = float(w)
+        """Learn the objectives (called by the acquisition).
+
+        ``weights`` are Ax's objective weights over the modelled outcomes: a vector for one
+        objective (several nonzero entries: a scalarized objective), a matrix with one row
+        per objective for several. :attr:`objective_matrix` keeps them as rows;
+        :attr:`objective_weights` gives each outcome its direction (the sum of its column:
+        0 for an outcome that is only constrained).
+        """
+        rows = weights.detach().cpu().double()
+        rows = rows.reshape(1, -1) if rows.dim() < 2 else rows.reshape(-1, rows.shape[-1])
+        outcomes = list(self.outcomes)
+        self.objective_matrix = [
+            {o: float(w) for o, w in zip(outcomes, row.tolist(), strict=False)} for row in rows
+        ]
+        for j, name in enumerate(outcomes):
+            self.objective_weights[name] = float(rows[:, j].sum()) if j < rows.shape[1] else 0.0
+
+    def acqf_class_for(self, chosen: type[AcquisitionFunction]) -> type[AcquisitionFunction]:
+        """The class that computes the acquisition function Ax chose (see
+        :class:`~ax_kernel_discovery.surrogate.acquisition.AcquisitionPartner`).
+
+        Ax's qLogNEI (one objective) is computed by :attr:`default_acqf_class`
+        (``NewRowsqLogNEI`` under ``config.acquisition="new_rows"``: the same values);
+        every other choice (qLogNEHVI for several objectives, ...) is Ax's own.
+        """
+        if chosen is qLogNoisyExpectedImprovement:
+            return self.default_acqf_class
+        return chosen
 
     # --- Ax hooks ------------------------------------------------------------------------
+
+    def fit(self, *args: Any, **kwargs: Any) -> None:
+        """Ax's ``fit``; a fit that ran a round (for one outcome or several) advances the
+        round counter once, so that every outcome's round of one fit shares its index."""
+        self._in_fit, self._round_used = True, False
+        try:
+            super().fit(*args, **kwargs)
+        finally:
+            if self._round_used:
+                self.round_index += 1
+            self._in_fit = self._round_used = False
 
     def model_selection(
         self,
@@ -389,6 +432,7 @@ class KernelDiscoverySurrogate(Surrogate):
         state.note_rows(rows, rec.round)
 
         t0 = time.perf_counter()
+        self._round_used = True
         proposal = self._propose(pop, dim, outcome, rec)
         rec.timings["propose"] = time.perf_counter() - t0
         rec.proposed = [c.name for c in proposal.candidates]
@@ -515,7 +559,8 @@ class KernelDiscoverySurrogate(Surrogate):
         rec.timings["total"] = time.perf_counter() - t_start
         self._history.append(rec)
         self._history = self._history[-self.config.history_limit :]
-        self.round_index += 1
+        if not self._in_fit:  # called on its own: the round is over
+            self.round_index += 1
         logger.info(
             "kernel discovery round %d: chose %s (%.4g)",
             rec.round,
@@ -530,7 +575,7 @@ class KernelDiscoverySurrogate(Surrogate):
             self._proposer.record_feedback(
                 rec.round, rec.rejected, rec.struck, pop.summaries(self.config.criterion)
             )
-        self._start_prefetch(pop, ctx.dim, ctx.outcome)
+        self._start_prefetch(pop, ctx.dim, ctx.outcome, ctx.rec.round + 1)
 
     # --- fits in the background ---------------------------------------------------------------
 
@@ -696,6 +741,7 @@ class KernelDiscoverySurrogate(Surrogate):
         state: dict[str, Any] = {
             "round_index": self.round_index,
             "objective_weights": dict(self.objective_weights),
+            "objective_matrix": [dict(row) for row in self.objective_matrix],
         }
         if self._record_only:
             return {**state, "record": True}
@@ -736,6 +782,9 @@ class KernelDiscoverySurrogate(Surrogate):
         self.objective_weights = {
             k: float(v) for k, v in state.get("objective_weights", {}).items()
         }
+        self.objective_matrix = [
+            {k: float(v) for k, v in row.items()} for row in state.get("objective_matrix", [])
+        ]
         last = state.get("last_choice", {})
         warm = state.get("warm_parameters", {})
         self.outcome_states = {
@@ -764,13 +813,24 @@ class KernelDiscoverySurrogate(Surrogate):
         )
 
     def _strike(self, ctx: RoundContext) -> None:
-        """Step 1: judge last round's choice by its batch (``config.strike_rule``)."""
+        """Step 1: judge last round's choice by its batch (``config.strike_rule``).
+
+        One objective: the batch improved when it beat the best value seen at the choice.
+        Several objectives (Ax's multi-objective experiments): when one of its rows is
+        not weakly dominated by any earlier row (it adds hypervolume for every reference
+        point the earlier rows dominate); every outcome's choice is judged by that.
+        """
         if self.config.strike_rule == "none":
             return
         last, weight = ctx.state.last_choice, ctx.sign
-        if last is None or not weight:
+        if last is None:
             return
-        improved = last.improved(ctx.dataset.X, ctx.dataset.Y, weight)
+        if len(self.objective_matrix) > 1:
+            improved = self._pareto_improved(ctx)
+        elif not weight:
+            return
+        else:
+            improved = last.improved(ctx.dataset.X, ctx.dataset.Y, weight)
         if improved is None:
             return
         name, rec = last.name, ctx.rec
@@ -780,6 +840,29 @@ class KernelDiscoverySurrogate(Surrogate):
             if ctx.state.strike(name):
                 rec.dropped.append(name)
 
+    def _pareto_improved(self, ctx: RoundContext) -> bool | None:
+        """Whether a row no earlier fit saw is weakly dominated by no earlier row, in the
+        objectives of :attr:`objective_matrix` (raw values; ``None``: rows not keyed, or
+        nothing to compare)."""
+        seen = ctx.state.row_rounds
+        metrics = {o for row in self.objective_matrix for o, w in row.items() if w}
+        if not seen or not metrics or not metrics <= set(self._fit_rows):
+            return None
+        values: dict[RowKey, list[float]] = {}
+        keys = set.intersection(*(set(self._fit_rows[m].keys) for m in metrics))
+        for key in keys:
+            raw = {m: self._fit_rows[m].raw_mean[self._fit_rows[m].index[key]] for m in metrics}
+            values[key] = [
+                sum(w * raw[o] for o, w in row.items() if w) for row in self.objective_matrix
+            ]
+        old = np.array([v for k, v in values.items() if k in seen])
+        new = np.array([v for k, v in values.items() if k not in seen])
+        if not len(old) or not len(new):
+            return None
+        # a new row is weakly dominated when some old row is at least as good in every objective
+        dominated = (old[None, :, :] >= new[:, None, :]).all(-1).any(-1)
+        return bool((~dominated).any())
+
     def _propose(self, pop: Population, dim: int, outcome: str, rec: RoundRecord) -> Proposal:
         n = self.config.proposals_per_round
         if n == 0 or self.config.proposer == "none":
@@ -788,7 +871,7 @@ class KernelDiscoverySurrogate(Surrogate):
             self.proposer.load_state_dict(self._proposer_state)
             self._proposer_state = None
         proposal = None
-        prefetched = self._prefetch.pop((outcome, self.round_index, dim), None)
+        prefetched = self._prefetch.pop((outcome, rec.round, dim), None)
         if prefetched is not None:
             try:
                 proposal = prefetched.result(timeout=self.config.llm_timeout * 3)
@@ -851,7 +934,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
             )
 
-    def _start_prefetch(self, pop: Population, dim: int, outcome: str) -> None:
+    def _start_prefetch(self, pop: Population, dim: int, outcome: str, next_round: int) -> None:
         """Ask the proposer for next round's kernels now, while Ax optimizes the acquisition.
 
         The proposals are made from the population as it stands after this round's
@@ -864,13 +947,13 @@ class KernelDiscoverySurrogate(Surrogate):
             return  # nothing to hide: the offline operator takes milliseconds
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="axkd-propose")
-        key = (outcome, self.round_index, dim)  # already advanced to the next round
+        key = (outcome, next_round, dim)
         self._prefetch[key] = self._executor.submit(
             self._safe_propose,
             pop.summaries(self.config.criterion),
             dim,
             self.config.proposals_per_round,
-            self.round_index,
+            next_round,
         )
 
     def __getstate__(self) -> dict[str, Any]:

@@ -1,0 +1,73 @@
+"""Kernel discovery in a multi-objective experiment (issue 30 items 1, 2 and 14): Ax's
+qLogNEHVI, one population per outcome, and the strike rule judged on the Pareto front."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from ax.api import Client
+from ax.api.configs import RangeParameterConfig
+
+from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
+
+torch.set_num_threads(1)
+
+DIM = 3
+TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+
+
+def _client() -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
+    )
+    client.configure_optimization("-a, -b")  # minimize both
+    config = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5}
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(config, num_sobol=4, **TINY)
+    )
+    return client
+
+
+def _complete(client: Client, trials: dict[int, dict[str, float]], a: float, b: float) -> None:
+    for k, index in enumerate(trials):
+        x = np.array([trials[index][f"x{i}"] for i in range(DIM)])
+        noise = 1e-3 * (k + x.sum())  # distinct values, same side of the front
+        client.complete_trial(index, raw_data={"a": a + noise, "b": b + noise})
+
+
+def _last_records(client: Client) -> dict[str, object]:
+    surrogate = surrogate_of(client)
+    last = max(r.round for r in surrogate.history)
+    return {r.outcome: r for r in surrogate.history if r.round == last}
+
+
+def test_the_strike_rule_judges_the_batch_on_the_pareto_front() -> None:
+    client = _client()
+    init = client.get_next_trials(max_trials=4)
+    for k, index in enumerate(init):  # a front: (1, 4), (2, 3), (3, 2), (4, 1)
+        client.complete_trial(index, raw_data={"a": 1.0 + k, "b": 4.0 - k})
+    _complete(client, client.get_next_trials(max_trials=2), 5.0, 5.0)  # guard round's batch
+    chosen = client.get_next_trials(max_trials=2)  # round 1 chooses a member per outcome
+    _complete(client, chosen, 5.0, 5.0)  # dominated by every old row: no improvement
+    client.get_next_trials(max_trials=2)
+    records = _last_records(client)
+    assert set(records) == {"a", "b"}
+    for rec in records.values():  # both outcomes' choices are judged, and struck
+        assert rec.previous_improved is False and rec.struck is not None
+    # a batch better in b only: a new point on the front, so no strike (judged on a
+    # alone, the old per-outcome rule struck it; outcome b was never judged)
+    surrogate = surrogate_of(client)
+    pending = [i for i, t in client._experiment.trials.items() if t.status.is_running]
+    trials = {i: client._experiment.trials[i].arm.parameters for i in pending}
+    _complete(client, trials, 4.5, 0.5)
+    client.get_next_trials(max_trials=2)
+    records = _last_records(client)
+    for rec in records.values():
+        assert rec.previous_improved is True and rec.struck is None
+    # every outcome's round of one fit shares the round index (item 14)
+    rounds = [r.round for r in surrogate.history]
+    assert rounds == sorted(rounds) and len(set(rounds)) == len(rounds) // 2
