@@ -116,6 +116,31 @@ class KernelDiscoveryConfig(BaseModel):
         "held-out log score), pseudo_bma (proportional to exp of the summed held-out log "
         "densities) or equal.",
     )
+    portfolio_size: int = Field(
+        1,
+        ge=1,
+        le=10,
+        description="criterion='prequential': members whose own acquisitions share each BO "
+        "batch (a batch portfolio, after GP-Hedge, Hoffman et al. 2011): the first k of the "
+        "choice order (and portfolio_keep), each optimizing its share of the points with the "
+        "others' as pending; shares follow Hedge weights of the progress each member's "
+        "points made (portfolio_eta). 1: the chosen member takes the whole batch.",
+    )
+    portfolio_eta: float = Field(
+        1.0,
+        ge=0.0,
+        le=100.0,
+        description="Hedge learning rate of the batch portfolio: a member's share is "
+        "proportional to exp(eta x its summed rewards), a reward being how much better (in "
+        "standard deviations of the objective) its points of a batch were than the batch's "
+        "mean. 0: equal shares.",
+    )
+    portfolio_keep: tuple[str, ...] = Field(
+        (),
+        description="Members always in the batch portfolio while they are in the population "
+        "(e.g. ('BOCK',): a fair share for a kernel that optimizes well whatever its "
+        "forecasts), besides the portfolio_size best.",
+    )
     tie_break: Literal["auto", "none", "cost"] = Field(
         "auto",
         description="criterion='prequential': cost chooses, among the members whose held-out "
@@ -468,11 +493,25 @@ class KernelDiscoveryConfig(BaseModel):
                     "mixture_top_k > 1 weights members by their held-out forecasts: set "
                     "criterion='prequential'"
                 )
+            if self.portfolio_size > 1 or self.portfolio_keep:
+                raise ValueError(
+                    "a batch portfolio (portfolio_size > 1 or portfolio_keep) ranks members "
+                    "by their held-out forecasts: set criterion='prequential'"
+                )
             if self.tie_break == "cost":
                 raise ValueError(
                     "tie_break='cost' compares members' held-out losses point by point: set "
                     "criterion='prequential', or tie_break='auto'"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _one_way_to_share_a_batch(self) -> KernelDiscoveryConfig:
+        if self.mixture_top_k > 1 and (self.portfolio_size > 1 or self.portfolio_keep):
+            raise ValueError(
+                "mixture_top_k > 1 and a batch portfolio (portfolio_size > 1 or "
+                "portfolio_keep) are two ways to use several members: choose one"
+            )
         return self
 
     @model_validator(mode="after")

@@ -88,6 +88,11 @@ def run_one_round(
             record["kd_fit_scores"] = dict(main.fit_scores)
         if main.mixture:
             record["mixture"] = dict(main.mixture)
+        if main.portfolio:  # the batch portfolio: shares, points per member, rewards
+            record["portfolio"] = dict(main.portfolio)
+            record["portfolio_points"] = dict(main.portfolio_points)
+        if main.portfolio_rewards:
+            record["portfolio_rewards"] = dict(main.portfolio_rewards)
         if main.guarded:
             record["guarded"] = True
         if main.llm_used is not None:

@@ -31,12 +31,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+import torch
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.acquisition import Acquisition, determine_optimizer
 from ax.generators.utils import mk_discrete_choices
 from botorch.acquisition import AcquisitionFunction
 from botorch.generation.gen import gen_candidates_scipy
 from botorch.generation.sampling import SamplingStrategy
+from botorch.models.model import Model
 from torch import Tensor
 
 
@@ -80,6 +82,19 @@ class AcquisitionPartner(Protocol):
 
     def finish_background(self) -> None:
         """Complete the round whose kernels were fitted while the acquisition ran."""
+        ...
+
+
+@runtime_checkable
+class PortfolioPartner(AcquisitionPartner, Protocol):
+    """A partner whose round may split a batch among members (a batch portfolio)."""
+
+    def portfolio_plan(self, n: int) -> list[tuple[str, Model, int]] | None:
+        """``(member, its model, points)`` for the next ``n`` points, or ``None``."""
+        ...
+
+    def record_portfolio_points(self, name: str, X: Tensor) -> None:
+        """``name`` generated the points ``X`` (credited when their values arrive)."""
         ...
 
 
@@ -140,13 +155,76 @@ class KernelDiscoveryAcquisition(Acquisition):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Ax's ``optimize``; a continuous search with no fixed feature generates its
         candidates with :func:`gen_candidates_scipy_unfixed` (unless
-        ``optimizer_options`` names a ``gen_candidates`` of its own)."""
-        options = dict(optimizer_options) if optimizer_options is not None else None
-        if not fixed_features and "gen_candidates" not in (options or {}):
+        ``optimizer_options`` names a ``gen_candidates`` of its own).
+
+        When the surrogate's round has a batch portfolio (:mod:`.portfolio`), the ``n``
+        points are split among its members: each member's share is optimized under its
+        own model's acquisition function, with the points of the members before it
+        pending, and the surrogate is told which member generated which points.
+        """
+        kwargs: dict[str, Any] = {
+            "search_space_digest": search_space_digest,
+            "inequality_constraints": inequality_constraints,
+            "equality_constraints": equality_constraints,
+            "fixed_features": fixed_features,
+            "rounding_func": rounding_func,
+            "optimizer_options": optimizer_options,
+            "candidate_set": candidate_set,
+            "sampling_strategy": sampling_strategy,
+        }
+        partner = self.surrogate if isinstance(self.surrogate, AcquisitionPartner) else None
+        try:
+            plan = partner.portfolio_plan(n) if isinstance(partner, PortfolioPartner) else None
+            if not plan:
+                return self._optimize(n, **kwargs)
+            return self._optimize_portfolio(plan, **kwargs)
+        finally:
+            # the round's other kernels were fitted meanwhile (background_fits): complete it
+            if partner is not None:
+                partner.finish_background()
+
+    def _optimize_portfolio(
+        self, plan: list[tuple[str, Model, int]], **kwargs: Any
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Each member's share of the points from its own acquisition function (Ax's
+        construction, with the member's model), the earlier members' points pending."""
+        partner = self.surrogate
+        assert isinstance(partner, PortfolioPartner)
+        botorch_acqf_class, options = self.botorch_acqf_classes_with_options[0]
+        initial_pending, original = self.X_pending, self.acqf
+        parts: list[tuple[Tensor, Tensor, Tensor]] = []
+        try:
+            for name, model, count in plan:
+                if parts:
+                    previous = torch.cat([c for c, _, _ in parts], dim=0)
+                    self._condition_on_prev_candidates(previous, initial_pending)
+                if parts or model is not self._model:  # else Ax's own acqf is this one
+                    self.acqf = self._construct_botorch_acquisition(
+                        botorch_acqf_class=botorch_acqf_class,
+                        botorch_acqf_options=options,
+                        model=model,
+                    )
+                candidates, values, weights = self._optimize(count, **kwargs)
+                partner.record_portfolio_points(name, candidates)
+                parts.append((candidates, values.reshape(-1), weights.reshape(-1)))
+        finally:
+            self.X_pending, self.acqf = initial_pending, original
+        return (
+            torch.cat([c for c, _, _ in parts], dim=0),
+            torch.cat([v for _, v, _ in parts], dim=0),
+            torch.cat([w for _, _, w in parts], dim=0),
+        )
+
+    def _optimize(self, n: int, **kwargs: Any) -> tuple[Tensor, Tensor, Tensor]:
+        """Ax's ``optimize`` of ``self.acqf``, with the model's hyperparameters constant
+        and without BoTorch's empty fixed-feature pass (see the module docstring)."""
+        options = kwargs["optimizer_options"]
+        options = dict(options) if options is not None else None
+        if not kwargs["fixed_features"] and "gen_candidates" not in (options or {}):
             optimizer = determine_optimizer(
-                search_space_digest=search_space_digest,
+                search_space_digest=kwargs["search_space_digest"],
                 acqf=self.acqf,
-                discrete_choices=mk_discrete_choices(ssd=search_space_digest),
+                discrete_choices=mk_discrete_choices(ssd=kwargs["search_space_digest"]),
             )
             if optimizer == "optimize_acqf":
                 options = {**(options or {}), "gen_candidates": gen_candidates_scipy_unfixed}
@@ -155,23 +233,15 @@ class KernelDiscoveryAcquisition(Acquisition):
         for p in frozen:  # the fitted hyperparameters are constants here
             p.requires_grad_(False)
         try:
-            return super().optimize(
-                n=n,
-                search_space_digest=search_space_digest,
-                inequality_constraints=inequality_constraints,
-                equality_constraints=equality_constraints,
-                fixed_features=fixed_features,
-                rounding_func=rounding_func,
-                optimizer_options=options,
-                candidate_set=candidate_set,
-                sampling_strategy=sampling_strategy,
-            )
+            return super().optimize(n=n, **{**kwargs, "optimizer_options": options})
         finally:
             for p in frozen:
                 p.requires_grad_(True)
-            # the round's other kernels were fitted meanwhile (background_fits): complete it
-            if isinstance(self.surrogate, AcquisitionPartner):
-                self.surrogate.finish_background()
 
 
-__all__ = ["AcquisitionPartner", "KernelDiscoveryAcquisition", "gen_candidates_scipy_unfixed"]
+__all__ = [
+    "AcquisitionPartner",
+    "KernelDiscoveryAcquisition",
+    "PortfolioPartner",
+    "gen_candidates_scipy_unfixed",
+]

@@ -79,6 +79,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     fit_round_in_worker,
 )
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.portfolio import Portfolio, batch_rewards, hedge_weights
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
 from ax_kernel_discovery.surrogate.state import (
@@ -88,6 +89,7 @@ from ax_kernel_discovery.surrogate.state import (
     RoundContext,
     decode_tensors,
     encode_tensors,
+    row_digests,
 )
 
 logger = logging.getLogger(__name__)
@@ -225,6 +227,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._executor: ThreadPoolExecutor | None = None
         #: Rounds whose other kernels are being fitted in a worker, by outcome.
         self._pending: dict[str, _Pending] = {}
+        #: This round's batch portfolio per outcome (:meth:`_set_portfolio`; not saved).
+        self._portfolios: dict[str, Portfolio] = {}
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
         self._in_fit = False
         self._round_used = False
@@ -424,6 +428,7 @@ class KernelDiscoverySurrogate(Surrogate):
         )
 
         self._strike(ctx)
+        self._credit_portfolio(ctx)
         rec.reset = pop.reset_if_empty()
         if self.config.criterion == "prequential":
             t0 = time.perf_counter()
@@ -470,6 +475,7 @@ class KernelDiscoverySurrogate(Surrogate):
             # choose before truncating, so that the choice always stays a member
             choice = self.fitter.select(models, ctx)
             model, best_config = self._chosen_model(ctx, choice, models)
+            self._set_portfolio(ctx, choice, models)
             self._settle(ctx, choice, models)
         state.fitted_models = {k: v[0] for k, v in models.items()}
         self._record_population(ctx, accepted, models)
@@ -577,6 +583,73 @@ class KernelDiscoverySurrogate(Surrogate):
             )
         self._start_prefetch(pop, ctx.dim, ctx.outcome, ctx.rec.round + 1)
 
+    # --- the batch portfolio ------------------------------------------------------------------
+
+    def _portfolio_wanted(self) -> bool:
+        """Whether rounds share their batch among members (one objective only)."""
+        config = self.config
+        wanted = config.portfolio_size > 1 or bool(config.portfolio_keep)
+        return wanted and len(self.objective_matrix) <= 1
+
+    def _set_portfolio(
+        self, ctx: RoundContext, choice: Choice, models: Mapping[str, FittedKernel]
+    ) -> None:
+        """The members that share this round's batch (:mod:`.portfolio`): the chosen one,
+        the next best of the choice order, and ``portfolio_keep``, with Hedge weights."""
+        self._portfolios.pop(ctx.outcome, None)
+        if choice.guarded or not choice.names or not self._portfolio_wanted():
+            return
+        order, _ = self.fitter.choice_order(ctx)
+        ranked = [n for n in order if n in models and models[n][0] is not None]
+        names = [choice.names[0]]
+        names += [n for n in ranked if n not in names][: self.config.portfolio_size - 1]
+        names += [
+            n
+            for n in self.config.portfolio_keep
+            if n in models and models[n][0] is not None and n not in names
+        ]
+        if len(names) < 2:
+            return
+        weights = hedge_weights(
+            [ctx.state.gains.get(n, 0.0) for n in names], self.config.portfolio_eta
+        )
+        portfolio = Portfolio(names, weights, {n: models[n][0] for n in names}, record=ctx.rec)
+        self._portfolios[ctx.outcome] = portfolio
+        ctx.rec.portfolio = portfolio.shares()
+
+    def _credit_portfolio(self, ctx: RoundContext) -> None:
+        """Credit last round's portfolio members with the progress their points made."""
+        points, state = ctx.state.portfolio_points, ctx.state
+        state.portfolio_points = {}
+        if not points or not ctx.sign:
+            return
+        index = {d: i for i, d in enumerate(row_digests(ctx.dataset.X))}
+        y = (ctx.dataset.Y.reshape(-1) * ctx.sign).detach().cpu().double().numpy()
+        z = {m: [float(y[index[d]]) for d in ds if d in index] for m, ds in points.items()}
+        rewards = batch_rewards(z)
+        for name, reward in rewards.items():
+            if name in ctx.population.names:
+                state.gains[name] = state.gains.get(name, 0.0) + reward
+        ctx.rec.portfolio_rewards = rewards
+
+    def portfolio_plan(self, n: int) -> list[tuple[str, Model, int]] | None:
+        """How the next ``n`` points are split among this round's portfolio members
+        (``None``: no portfolio; called by the acquisition)."""
+        if len(self._portfolios) != 1:
+            return None
+        portfolio = next(iter(self._portfolios.values()))
+        return [(name, portfolio.models[name], count) for name, count in portfolio.plan(n)]
+
+    def record_portfolio_points(self, name: str, X: Tensor) -> None:
+        """``name`` generated the points ``X``; they are credited when their values arrive."""
+        outcome, portfolio = next(iter(self._portfolios.items()))
+        state = self.outcome_states[outcome]
+        state.portfolio_points.setdefault(name, []).extend(row_digests(X))
+        portfolio.note(name, int(X.shape[0]))
+        record = portfolio.record
+        if record is not None:
+            record.portfolio_points[name] = record.portfolio_points.get(name, 0) + int(X.shape[0])
+
     # --- fits in the background ---------------------------------------------------------------
 
     def _fits_in_background(self, ctx: RoundContext) -> bool:
@@ -616,17 +689,29 @@ class KernelDiscoverySurrogate(Surrogate):
         t0 = time.perf_counter()
         models: dict[str, FittedKernel] = {}
         choice = Choice(names=[], guarded=True) if early.guarded else None
-        tried: set[str] = set()  # fitted here: the chosen member and those that failed before it
+        # fitted here: the chosen member (and a batch portfolio's), those that failed before
+        tried: set[str] = set()
+        wanted = self.config.portfolio_size if self._portfolio_wanted() else 1
         for name in early.ranked:
+            if len(models) >= wanted:
+                break
             tried.add(name)
             fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands)
             if fitted is not None:
                 models[name] = fitted
-                choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
-                break
+                if choice is None:
+                    choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
         if choice is None:
             return None
+        if not choice.guarded and self._portfolio_wanted():
+            for name in self.config.portfolio_keep:
+                if name in by_name and name not in tried:
+                    tried.add(name)
+                    fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands)
+                    if fitted is not None:
+                        models[name] = fitted
         model, best_config = self._chosen_model(ctx, choice, models)
+        self._set_portfolio(ctx, choice, models)
         rec.timings["fit_and_score"] = time.perf_counter() - t0
         job = BackgroundJob(
             config=self.config,
@@ -963,6 +1048,7 @@ class KernelDiscoverySurrogate(Surrogate):
         state = self.__dict__.copy()
         state["_prefetch"] = {}
         state["_executor"] = None
+        state["_portfolios"] = {}
         state["outcome_states"] = {
             k: OutcomeState(
                 v.population, v.warm, v.last_choice, row_rounds=v.row_rounds, ymap=v.ymap

@@ -51,6 +51,12 @@ class RoundRecord(BaseModel):
     #: ``"restandardized"`` (the older rows standardized again; no keyed rows);
     #: ``None``: no batch scored this round.
     heldout_units: str | None = None
+    #: Batch portfolio (``portfolio_size > 1``): the members sharing this round's batch
+    #: and their Hedge weights, how many points each generated, and the rewards of last
+    #: round's members for the progress their points made.
+    portfolio: dict[str, float] = Field(default_factory=dict)
+    portfolio_points: dict[str, int] = Field(default_factory=dict)
+    portfolio_rewards: dict[str, float] = Field(default_factory=dict)
     #: Members whose held-out forecast could not be scored this round.
     heldout_failed: list[str] = Field(default_factory=list)
 

@@ -75,12 +75,12 @@ class YMap:
             if kind == "clip":
                 mean = np.clip(mean, step[1], step[2])
             elif kind == "bilog":
-                mean, sem = match_ci_width(
-                    mean=mean,
-                    sem=sem,
-                    variance=None,
-                    transform=lambda y, bound=step[1]: bilog_transform(y, bound),
-                )
+                bound = float(step[1])
+
+                def bilog(y: np.ndarray, bound: float = bound) -> np.ndarray:
+                    return bilog_transform(y, bound)
+
+                mean, sem = match_ci_width(mean=mean, sem=sem, variance=None, transform=bilog)
             elif kind == "affine":
                 mean = (mean - step[1]) / step[2]
                 sem = sem / step[2]

@@ -226,6 +226,9 @@ class OutcomeState:
         ymap: The map from raw observations to the units of the last fit (Ax's Y
             transforms then; ``None``: unknown), so that its forecasts are scored in
             those units.
+        gains: Each member's summed batch-portfolio rewards (:mod:`.portfolio`).
+        portfolio_points: Digests (:func:`row_digests`) of the points each member of last
+            round's portfolio generated, credited when their values arrive.
     """
 
     population: Population
@@ -234,6 +237,8 @@ class OutcomeState:
     fitted_models: MutableMapping[str, Model] = field(default_factory=dict)
     row_rounds: dict[RowKey, int] = field(default_factory=dict)
     ymap: YMap | None = None
+    gains: dict[str, float] = field(default_factory=dict)
+    portfolio_points: dict[str, list[str]] = field(default_factory=dict)
 
     def note_rows(self, rows: FitRows | None, round_index: int) -> None:
         """Record a fit's rows: the new ones are first seen in ``round_index``; its map
@@ -246,10 +251,12 @@ class OutcomeState:
         self.ymap = rows.ymap
 
     def rows_to_dict(self) -> dict[str, Any]:
-        """The row bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
+        """The row and portfolio bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
         return {
             "row_rounds": [[t, a, r] for (t, a), r in self.row_rounds.items()],
             "ymap": self.ymap.to_dict() if self.ymap is not None else None,
+            "gains": dict(self.gains),
+            "portfolio_points": {k: list(v) for k, v in self.portfolio_points.items()},
         }
 
     def rows_from_dict(self, data: Mapping[str, Any]) -> None:
@@ -257,12 +264,17 @@ class OutcomeState:
         self.row_rounds = {(int(t), str(a)): int(r) for t, a, r in data.get("row_rounds", [])}
         ymap = data.get("ymap")
         self.ymap = YMap.from_dict(ymap) if ymap else None
+        self.gains = {k: float(v) for k, v in data.get("gains", {}).items()}
+        self.portfolio_points = {
+            k: [str(d) for d in v] for k, v in data.get("portfolio_points", {}).items()
+        }
 
     def drop(self, name: str) -> None:
         """Remove ``name`` (a member or a kernel of this round) with its warm start."""
         self.population.remove(name)
         self.warm.pop(name, None)
         self.fitted_models.pop(name, None)
+        self.gains.pop(name, None)
 
     def strike(self, name: str) -> bool:
         """The population's strike rule for ``name``; a struck-out member is dropped."""

@@ -1,0 +1,138 @@
+"""The batch portfolio (issue 31 item 3): members share a batch, each optimizing its own
+acquisition; they are credited with the progress their points made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from ax.api import Client
+from ax.api.configs import RangeParameterConfig
+from ax.generators.torch.botorch_modular.acquisition import Acquisition
+from pydantic import ValidationError
+
+from ax_kernel_discovery import (
+    KernelDiscoveryConfig,
+    kernel_discovery_generation_strategy,
+    surrogate_of,
+)
+from ax_kernel_discovery.surrogate.portfolio import Portfolio, batch_rewards, hedge_weights
+
+torch.set_num_threads(1)
+
+DIM = 3
+TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+CONFIG = {
+    "population_size": 4,
+    "proposals_per_round": 0,
+    "fit_maxiter": 5,
+    "portfolio_size": 2,
+    "portfolio_keep": ("BOCK",),
+}
+
+
+def _f(params: dict[str, Any]) -> float:
+    x = np.array([params[f"x{i}"] for i in range(DIM)])
+    return float(np.sum((x - 0.3) ** 2))
+
+
+def _client(config: dict[str, Any]) -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(DIM)
+        ]
+    )
+    client.configure_optimization("-f")
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(config, num_sobol=5, **TINY)
+    )
+    return client
+
+
+def _ask_and_tell(client: Client, n: int) -> list[Any]:
+    """One ask; returns the models of the acquisition functions built for it."""
+    models: list[Any] = []
+    original = Acquisition._construct_botorch_acquisition
+
+    def spy(self: Acquisition, **kwargs: Any) -> Any:
+        models.append(kwargs["model"])
+        return original(self, **kwargs)
+
+    Acquisition._construct_botorch_acquisition = spy  # type: ignore[method-assign]
+    try:
+        trials = client.get_next_trials(max_trials=n)
+    finally:
+        Acquisition._construct_botorch_acquisition = original  # type: ignore[method-assign]
+    for index, params in trials.items():
+        client.complete_trial(index, raw_data={"f": _f(params)})
+    return models
+
+
+def test_members_share_the_batch_and_are_credited(tmp_path: Path) -> None:
+    client = _client(CONFIG)
+    _ask_and_tell(client, 5)  # the initial design
+    for _ in range(3):
+        _ask_and_tell(client, 6)
+    surrogate = surrogate_of(client)
+    shared = [r for r in surrogate.history if r.portfolio]
+    assert shared, "no round shared its batch"
+    for rec in shared:
+        assert len(rec.portfolio) >= 2 and "BOCK" in rec.portfolio
+        assert next(iter(rec.portfolio)) == rec.chosen  # the chosen member leads
+        assert sum(rec.portfolio.values()) == pytest.approx(1.0)
+        assert sum(rec.portfolio_points.values()) == 6
+        assert set(rec.portfolio_points) == set(rec.portfolio)  # every member had points
+    # the round after a shared batch credits its members; the rewards, weighted by each
+    # member's points, sum to zero (each is its points' mean against the batch's mean)
+    credited = [r for r in surrogate.history if r.portfolio_rewards]
+    assert credited
+    last_shared = {r.round: r for r in shared}
+    for rec in credited:
+        counts = last_shared[rec.round - 1].portfolio_points
+        total = sum(counts[m] * rec.portfolio_rewards[m] for m in rec.portfolio_rewards)
+        assert total == pytest.approx(0.0, abs=1e-9)
+    state = surrogate.outcome_states["f"]
+    assert state.gains and set(state.gains) <= set(state.population.names)
+    # each member's points came from an acquisition function on its own model
+    models = _ask_and_tell(client, 6)
+    rec = surrogate.history[-1]
+    if rec.portfolio:
+        fitted = surrogate.fitted_models["f"]
+        names = {next(n for n, m in fitted.items() if m is model) for model in models}
+        assert names == set(rec.portfolio_points)
+    # the gains and the pending points survive Ax's JSON storage
+    client.save_to_json_file(str(tmp_path / "run.json"))
+    loaded = surrogate_of(Client.load_from_json_file(str(tmp_path / "run.json")))
+    restored = loaded.outcome_states["f"]
+    assert restored.gains == state.gains
+    assert restored.portfolio_points == state.portfolio_points
+
+
+def test_a_portfolio_follows_the_hedge_weights_over_a_round() -> None:
+    weights = hedge_weights([1.0, 0.0, -1.0], eta=1.0)
+    assert weights[0] > weights[1] > weights[2] and sum(weights) == pytest.approx(1.0)
+    assert hedge_weights([0.0, 0.0], eta=5.0) == [0.5, 0.5]
+    portfolio = Portfolio(["A", "B", "C"], weights, models={})
+    joint = dict(portfolio.plan(15))
+    assert sum(joint.values()) == 15 and min(joint.values()) >= 1
+    assert joint["A"] > joint["B"] > joint["C"]
+    one_by_one: dict[str, int] = {}
+    for _ in range(15):  # Client.get_next_trials asks one point at a time
+        ((name, count),) = portfolio.plan(1)
+        portfolio.note(name, count)
+        one_by_one[name] = one_by_one.get(name, 0) + count
+    assert one_by_one == joint
+    assert batch_rewards({"A": [1.0, 3.0], "B": [0.0]}) == {"A": 2 - 4 / 3, "B": -4 / 3}
+    assert batch_rewards({"A": [1.0]}) == {}
+
+
+def test_a_portfolio_needs_the_prequential_criterion_and_no_mixture() -> None:
+    with pytest.raises(ValidationError, match="criterion='prequential'"):
+        KernelDiscoveryConfig(criterion="loo_crps", portfolio_size=2)
+    with pytest.raises(ValidationError, match="choose one"):
+        KernelDiscoveryConfig(portfolio_size=2, mixture_top_k=2)
