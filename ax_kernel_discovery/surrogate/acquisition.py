@@ -173,15 +173,14 @@ class KernelDiscoveryAcquisition(Acquisition):
             "sampling_strategy": sampling_strategy,
         }
         partner = self.surrogate if isinstance(self.surrogate, AcquisitionPartner) else None
-        try:
-            plan = partner.portfolio_plan(n) if isinstance(partner, PortfolioPartner) else None
-            if not plan:
-                return self._optimize(n, **kwargs)
-            return self._optimize_portfolio(plan, **kwargs)
-        finally:
-            # the round's other kernels were fitted meanwhile (background_fits): complete it
-            if partner is not None:
-                partner.finish_background()
+        plan = partner.portfolio_plan(n) if isinstance(partner, PortfolioPartner) else None
+        out = self._optimize_portfolio(plan, **kwargs) if plan else self._optimize(n, **kwargs)
+        # the round's other kernels were fitted meanwhile (background_fits): complete it.
+        # Not after an error or an interrupt: those surface at once, and the round stays
+        # pending until the surrogate is next read.
+        if partner is not None:
+            partner.finish_background()
+        return out
 
     def _optimize_portfolio(
         self, plan: list[tuple[str, Model, int]], **kwargs: Any

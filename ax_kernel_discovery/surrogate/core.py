@@ -751,7 +751,7 @@ class KernelDiscoverySurrogate(Surrogate):
             self._finish_background(outcome)
 
     def _finish_background(self, outcome: str) -> None:
-        pending = self._pending.pop(outcome, None)
+        pending = self._pending.get(outcome)
         if pending is None:
             return
         ctx, rec, job = pending.ctx, pending.ctx.rec, pending.job
@@ -759,9 +759,12 @@ class KernelDiscoverySurrogate(Surrogate):
         result: BackgroundResult | None = None
         if pending.future is not None:
             try:
+                # an interrupt (Ctrl-C, Jupyter's stop button) while waiting leaves the
+                # round pending, to be completed at the next read: no round is lost
                 result = pending.future.result()
             except Exception as e:  # noqa: BLE001 - a broken worker: fit them here instead
                 logger.info("background fits failed (%r); fitting in process", e)
+        del self._pending[outcome]
         rec.timings["background_wait"] = time.perf_counter() - t0
         # Models built from here on use a fresh builder: this surrogate's hands back the
         # model Ax cached for this dataset (the chosen one) once the round has returned it.

@@ -124,3 +124,36 @@ def test_a_round_that_needs_its_fits_to_choose_fits_in_process() -> None:
     s.fit([_data(14)], DIGEST)
     assert "background_fits" not in s.history[-1].timings
     s.close()
+
+
+def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
+    in_process: tuple[KernelDiscoverySurrogate, list[dict[str, Any]]],
+) -> None:
+    """Issue 30 item 6: Ctrl-C (Jupyter's stop button) while the surrogate waits for the
+    worker's fits leaves the round pending; the run then makes the same choices as one
+    that was never interrupted."""
+    config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
+    s = KernelDiscoverySurrogate(config)
+    s.objective_weights = {"f": -1.0}
+    states = []
+    for i, n in enumerate(SIZES):
+        s.fit([_data(n)], DIGEST)
+        if i == 2:
+            future = s._pending["f"].future
+            assert future is not None
+            real = future.result
+            interrupted: list[bool] = []
+
+            def result(*args: Any, **kwargs: Any) -> Any:
+                if not interrupted:
+                    interrupted.append(True)
+                    raise KeyboardInterrupt
+                return real(*args, **kwargs)
+
+            future.result = result  # type: ignore[method-assign]
+            with pytest.raises(KeyboardInterrupt):
+                s.finish_background()
+            assert "f" in s._pending  # still to be completed
+        states.append(s.state_dict_json())
+    s.close()
+    _same_rounds(states, in_process[1])
