@@ -12,12 +12,18 @@ from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.utils.datasets import SupervisedDataset
+from torch.overrides import TorchFunctionMode
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import leaf
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI, serves
+from ax_kernel_discovery.surrogate.new_rows import (
+    ROWS_IN_MAX_ELEMENTS,
+    NewRowsqLogNEI,
+    _rows_in,
+    serves,
+)
 
 DIM = 8
 
@@ -136,3 +142,82 @@ def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
     assert torch.allclose(
         candidates[NewRowsqLogNEI], candidates[qLogNoisyExpectedImprovement], atol=1e-4
     )
+
+
+def _rows_in_unchunked(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor | None:
+    """``_rows_in`` as it was (c00a207): the whole ``n_b x n x D`` comparison at once."""
+    equal = (rows.unsqueeze(-2) == table.unsqueeze(-3)).all(dim=-1)
+    found = equal.any(dim=-1)
+    leading = int(found.to(torch.int8).cumprod(0).sum())
+    if leading == 0:
+        return None
+    return equal[:leading].to(torch.int8).argmax(dim=-1)
+
+
+class _LargestTensor(TorchFunctionMode):
+    """Records the most elements of any tensor an operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.largest = max(self.largest, out.numel())
+        return out
+
+
+def _baselines() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(7)
+    table = torch.rand(30, 6, generator=g, dtype=torch.float64)
+    table[4] = table[17]  # a repeated training point: the first one is found
+    table[9, 0] = 0.0
+    signed_zero = table[9].clone()
+    signed_zero[0] = -0.0  # equal to 0.0, as == says
+    pending = torch.rand(5, 6, generator=g, dtype=torch.float64)
+    order = torch.randperm(30, generator=g)
+    with_nan = table.clone()
+    with_nan[2, 3] = float("nan")  # NaN == NaN is false: that row is found nowhere
+    return {
+        "nan": (with_nan[[0, 1, 2, 3]], with_nan),
+        "observed": (table[order], table),
+        "observed_then_pending": (torch.cat([table[order[:23]], pending]), table),
+        "pending_between": (torch.cat([table[:3], pending[:1], table[3:]]), table),
+        "repeated_and_signed_zero": (torch.stack([table[17], signed_zero, table[4]]), table),
+        "none_found": (pending, table),
+        "first_not_found": (torch.cat([pending[:1], table]), table),
+        "empty": (table[:0], table),
+    }
+
+
+@pytest.mark.parametrize("case", list(_baselines()))
+@pytest.mark.parametrize("max_elements", [1, 6 * 30 * 4, 6 * 30 * 7 + 5, 1 << 22])
+def test_rows_in_equals_the_whole_comparison(case: str, max_elements: int) -> None:
+    """Issue 30 item 15: the same index as comparing every row with every row, with its
+    largest tensor bounded by the chunk."""
+    rows, table = _baselines()[case]
+    expected = _rows_in_unchunked(rows, table)
+    with _LargestTensor() as probe:
+        index = _rows_in(rows, table, max_elements=max_elements)
+    if expected is None:
+        assert index is None
+    else:
+        assert index is not None and torch.equal(index, expected)
+    # a chunk of rows, one row, or the index itself
+    assert probe.largest <= max(max_elements, table.shape[-1], rows.shape[0])
+
+
+def test_rows_in_holds_no_n_b_by_n_by_d_tensor() -> None:
+    """The default bound at a size where the whole comparison would be twice over it
+    (at n = 400, D = 6392 it was 1 GB: +999 MB peak RSS)."""
+    g = torch.Generator().manual_seed(0)
+    table = torch.rand(64, 2048, generator=g, dtype=torch.float64)
+    rows = torch.cat([table.flip(0), torch.rand(2, 2048, generator=g, dtype=torch.float64)])
+    whole = rows.shape[0] * table.numel()
+    assert whole > 2 * ROWS_IN_MAX_ELEMENTS
+    with _LargestTensor() as probe:
+        index = _rows_in(rows, table)
+    assert index is not None and torch.equal(index, torch.arange(63, -1, -1))
+    assert probe.largest <= ROWS_IN_MAX_ELEMENTS
+    assert probe.largest < whole / 2
