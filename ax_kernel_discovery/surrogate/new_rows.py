@@ -31,8 +31,11 @@ The kernel's hyperparameters must not change while the acquisition function is u
 the cached blocks (detached) would go stale. This holds in Ax, which builds the
 acquisition function after the fit and optimizes it once.
 
-Models it cannot serve this way (not a single-output exact GP with a Gaussian
-likelihood, one-to-many input transforms, ensembles and mixtures, multi-output or
+The noise enters only the caches :math:`\\alpha` and :math:`S` (through
+:math:`\\Sigma`), so a learned noise (``GaussianLikelihood``) and a known noise per
+training point (``FixedNoiseGaussianLikelihood``: observations with SEMs) are served
+alike. Models it cannot serve this way (not a single-output exact GP with one of these
+likelihoods, one-to-many input transforms, ensembles and mixtures, multi-output or
 batched models) take BoTorch's path, as does ``cache_root=False``.
 """
 
@@ -50,7 +53,7 @@ from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.utils import gpt_posterior_settings
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
-from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.errors import NanError, NotPSDError
@@ -80,7 +83,9 @@ def serves(model: Any) -> bool:
         return False
     if getattr(model, "_input_batch_shape", torch.Size()) != torch.Size():
         return False
-    if not isinstance(model.likelihood, GaussianLikelihood):  # fixed noise is one too
+    # a Gaussian likelihood: learned noise, or known noise per training point (SEMs);
+    # either enters only the caches alpha and S, not the latent posterior's formulas
+    if not isinstance(model.likelihood, (GaussianLikelihood, FixedNoiseGaussianLikelihood)):
         return False
     transform = getattr(model, "input_transform", None)
     if transform is not None and getattr(transform, "is_one_to_many", False):

@@ -12,6 +12,7 @@ from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.utils.datasets import SupervisedDataset
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
 from torch.overrides import TorchFunctionMode
 
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -35,19 +36,37 @@ def _data(n: int = 14) -> tuple[torch.Tensor, torch.Tensor]:
     return X, Y
 
 
+def _sems(Y: torch.Tensor) -> torch.Tensor:
+    """Known observation variances (SEMs squared), one per point, all different."""
+    g = torch.Generator().manual_seed(11)
+    return (0.05 + 0.3 * torch.rand(Y.shape, generator=g, dtype=torch.float64)) ** 2
+
+
 def _models() -> dict[str, SingleTaskGP]:
     X, Y = _data()
     spec = {"op": "sum", "args": [leaf("rbf"), leaf("matern52", warp="kumaraswamy")]}
     warped = KernelCandidate(name="w", formula="rbf + matern52@kumaraswamy", spec=spec)
+    Z = (Y - Y.mean()) / Y.std()
+    bounds = torch.tensor([[-1.0] * DIM, [2.0] * DIM])
     models = {
-        "rbf": SingleTaskGP(X, (Y - Y.mean()) / Y.std()),
+        "rbf": SingleTaskGP(X, Z),
         "transforms": SingleTaskGP(
             X * 3 - 1,
             Y * 10,
-            input_transform=Normalize(DIM, bounds=torch.tensor([[-1.0] * DIM, [2.0] * DIM])),
+            input_transform=Normalize(DIM, bounds=bounds),
             outcome_transform=Standardize(1),
         ),
-        "warped": KernelDiscoveryGP(X, (Y - Y.mean()) / Y.std(), covar_module=warped.build(DIM)),
+        "warped": KernelDiscoveryGP(X, Z, covar_module=warped.build(DIM)),
+        # observations with SEMs: a FixedNoiseGaussianLikelihood (issue 30 item 16)
+        "sems": SingleTaskGP(X, Z, train_Yvar=_sems(Z)),
+        "sems_transforms": SingleTaskGP(
+            X * 3 - 1,
+            Y * 10,
+            train_Yvar=100 * _sems(Y),
+            input_transform=Normalize(DIM, bounds=bounds),
+            outcome_transform=Standardize(1),
+        ),
+        "sems_warped": KernelDiscoveryGP(X, Z, train_Yvar=_sems(Z), covar_module=warped.build(DIM)),
     }
     for model in models.values():  # hyperparameters away from their initial values
         for p in model.covar_module.parameters():
@@ -67,15 +86,19 @@ def _pair(
     return acqfs[0], acqfs[1]  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("name", ["rbf", "transforms", "warped"])
+@pytest.mark.parametrize(
+    "name", ["rbf", "transforms", "warped", "sems", "sems_transforms", "sems_warped"]
+)
 @pytest.mark.parametrize("q", [1, 3])
 def test_values_and_gradients_are_botorchs(name: str, q: int) -> None:
     model = _models()[name]
-    X = model.train_inputs[0] if name != "transforms" else _data()[0] * 3 - 1
+    noise = FixedNoiseGaussianLikelihood if "sems" in name else GaussianLikelihood
+    assert type(model.likelihood) is noise
+    X = model.train_inputs[0] if "transforms" not in name else _data()[0] * 3 - 1
     stock, fast = _pair(model, X)
     assert fast._new_rows is not None  # served: the new rows are computed here
     g = torch.Generator().manual_seed(100 + q)  # not the training data's seed
-    lo, hi = (-1.0, 2.0) if name == "transforms" else (0.0, 1.0)
+    lo, hi = (-1.0, 2.0) if "transforms" in name else (0.0, 1.0)
     Xq = (lo + (hi - lo) * torch.rand(5, q, DIM, generator=g, dtype=torch.float64)).requires_grad_()
     v_stock = stock(Xq)
     (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
@@ -87,8 +110,9 @@ def test_values_and_gradients_are_botorchs(name: str, q: int) -> None:
     assert fast._new_rows.baseline_in_train is not None
 
 
-def test_pending_points_join_the_baseline_and_the_blocks_follow() -> None:
-    model = _models()["warped"]
+@pytest.mark.parametrize("name", ["warped", "sems_warped"])
+def test_pending_points_join_the_baseline_and_the_blocks_follow(name: str) -> None:
+    model = _models()[name]
     X = model.train_inputs[0]
     pending = torch.rand(2, DIM, dtype=torch.float64)
     stock, fast = _pair(model, X)
@@ -96,8 +120,12 @@ def test_pending_points_join_the_baseline_and_the_blocks_follow() -> None:
         acqf.set_X_pending(pending)  # what sequential greedy optimization does
     assert fast._new_rows is not None
     assert fast._new_rows.baseline_inputs.shape[0] == fast.X_baseline.shape[0]
-    Xq = torch.rand(4, 1, DIM, dtype=torch.float64)
-    assert torch.allclose(fast(Xq), stock(Xq), rtol=1e-9, atol=1e-9)
+    Xq = torch.rand(4, 1, DIM, dtype=torch.float64, requires_grad=True)
+    v_stock, v_fast = stock(Xq), fast(Xq)
+    (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
+    (g_fast,) = torch.autograd.grad(v_fast.sum(), Xq)
+    assert torch.allclose(v_fast, v_stock, rtol=1e-9, atol=1e-9)
+    assert torch.allclose(g_fast, g_stock, rtol=1e-7, atol=1e-9)
 
 
 def test_models_it_cannot_serve_take_botorchs_path() -> None:
@@ -114,11 +142,13 @@ def test_models_it_cannot_serve_take_botorchs_path() -> None:
     assert torch.isfinite(fast(torch.rand(3, 2, DIM, dtype=torch.float64))).all()
 
 
-def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
+@pytest.mark.parametrize("sems", [False, True], ids=["noise_learned", "sems"])
+def test_ax_builds_it_like_qlognei_and_optimizes_it(sems: bool) -> None:
     X, Y = _data(16)
     names = [f"x{i}" for i in range(DIM)]
+    Z = (Y - Y.mean()) / Y.std()
     dataset = SupervisedDataset(
-        X=X, Y=(Y - Y.mean()) / Y.std(), feature_names=names, outcome_names=["f"]
+        X=X, Y=Z, Yvar=_sems(Z) if sems else None, feature_names=names, outcome_names=["f"]
     )
     digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
     surrogate = Surrogate()
@@ -133,6 +163,8 @@ def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
             botorch_acqf_class=cls,
         )
         assert type(acquisition.acqf) is cls
+        if cls is NewRowsqLogNEI:  # with SEMs too (issue 30 item 16)
+            assert acquisition.acqf._new_rows is not None
         candidates[cls], _, _ = acquisition.optimize(
             n=2,
             search_space_digest=digest,
