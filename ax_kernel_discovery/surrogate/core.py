@@ -87,6 +87,7 @@ from ax_kernel_discovery.surrogate.state import (
     decode_tensors,
     encode_tensors,
 )
+from ax_kernel_discovery.surrogate.worker import release_shared_pools
 
 logger = logging.getLogger(__name__)
 
@@ -309,7 +310,8 @@ class KernelDiscoverySurrogate(Surrogate):
         return self._fallback
 
     def close(self) -> None:
-        """Release what the proposer holds (a local LLM server) and the prefetch thread.
+        """Release what the proposer holds (a local LLM server), the prefetch thread and
+        the fit worker processes this surrogate used (a pool no other user holds stops).
 
         The surrogate stays usable: a later round starts them again when needed. A round
         whose kernels are being fitted in the background is completed first.
@@ -324,6 +326,7 @@ class KernelDiscoverySurrogate(Surrogate):
         close = getattr(self._proposer, "close", None)
         if callable(close):
             close()
+        release_shared_pools(self, self.fitter)
 
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objective direction per outcome (called by the acquisition)."""
@@ -585,7 +588,7 @@ class KernelDiscoverySurrogate(Surrogate):
         future: Future[BackgroundResult] | None = None
         if job.cands:
             try:
-                future = fit_pool(1).submit(fit_round_in_worker, job)
+                future = fit_pool(1, user=self).submit(fit_round_in_worker, job)
             except Exception as e:  # noqa: BLE001 - the fits then run here, when collected
                 logger.info("background fits could not start (%r); fitting in process", e)
         self._pending[ctx.outcome] = _Pending(ctx, accepted, choice, models, job, future)

@@ -18,6 +18,7 @@ from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.surrogate import worker
 from ax_kernel_discovery.surrogate.fitting import FitStart
 
 DIM = 8
@@ -124,3 +125,19 @@ def test_a_round_that_needs_its_fits_to_choose_fits_in_process() -> None:
     s.fit([_data(14)], DIGEST)
     assert "background_fits" not in s.history[-1].timings
     s.close()
+
+
+def test_close_ends_the_worker_of_the_background_fits() -> None:
+    """Issue 30 item 13: after ``close()`` no idle worker process (460 MB once it has
+    fitted) nor its thread stayed for the life of the process."""
+    worker.shutdown_shared_pools()  # the pool below is the one this surrogate starts
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(background_fits="on", **SETTINGS))  # type: ignore[arg-type]
+    s.objective_weights = {"f": -1.0}
+    s.fit([_data(14)], DIGEST)
+    pool = worker._SHARED[1]
+    assert pool.alive
+    assert s.history[-1].timings["background_fits"] > 0  # the round used the worker
+    s.close()
+    assert all(w.process.poll() is not None for w in pool.workers)
+    assert not any(w.thread.is_alive() for w in pool.workers)
+    assert 1 not in worker._SHARED
