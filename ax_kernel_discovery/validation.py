@@ -10,12 +10,15 @@ expression tree) joins the population only if it passes, in order:
    ``(2,N,D)x(2,M,D)``; these catch the shape bugs of LLM-written kernels (a
    ``torch.eye(x1.size(-2))`` added to a rectangular matrix, radii taken from the
    diagonal of a cross matrix);
-3. ``device``: the shape checks once more, with every tensor the kernel creates without a
-   ``device=`` (``torch.eye(n)``, ``torch.zeros(n, m)``, ``torch.tensor([...])``) put on
-   PyTorch's ``meta`` device: on the run's device such a tensor would be on the CPU, so a
-   kernel that mixes one with its inputs works on a CPU and fails on a GPU. The probe
-   makes the kernel fail on every device alike, before it joins (0-dim tensors such as
-   ``torch.tensor(2.0)`` stay on the CPU, which CUDA operations accept). All checks run on
+3. ``device``: the shape checks once more, as a GPU run would see them: every tensor the
+   kernel creates without a ``device=`` (``torch.eye(n)``, ``torch.zeros(n, m)``,
+   ``torch.tensor([...])``) is taken to be on the CPU, the inputs on the GPU, and an
+   operation that mixes the two raises as PyTorch raises there
+   (:class:`_DevicelessTensorsOnHost`, on the real values). A kernel that mixes them works
+   on a CPU and fails on a GPU; the probe makes it fail on every device alike, before it
+   joins. What works on a GPU passes: a tensor moved to the inputs
+   (``torch.linspace(0, 1, 5).to(x1)``), 0-dim CPU tensors such as ``torch.tensor(2.0)``
+   (CUDA operations accept them), CPU index tensors. All checks run on
    ``ValidationOptions.device``, the run's device;
 4. ``diag``: ``forward(x, x, diag=True)`` has shape ``(N,)`` and equals the diagonal of
    the full matrix (:class:`~gpytorch.kernels.ScaleKernel` and posterior variances call
@@ -291,19 +294,53 @@ _FACTORIES = frozenset(
         torch.arange,
         torch.as_tensor,
         torch.empty,
+        torch.empty_strided,
         torch.eye,
         torch.full,
         torch.linspace,
         torch.logspace,
+        torch.normal,
         torch.ones,
         torch.rand,
         torch.randint,
         torch.randn,
         torch.randperm,
+        torch.scalar_tensor,
         torch.tensor,
+        torch.tril_indices,
+        torch.triu_indices,
         torch.zeros,
     }
 )
+
+_Base = torch._C.TensorBase
+
+#: Functions whose result is on the device of their first tensor argument unless
+#: ``device=`` is given (``torch.zeros_like(t)``, ``t.new_ones(n)``).
+_LIKE = frozenset(
+    {
+        torch.empty_like,
+        torch.full_like,
+        torch.ones_like,
+        torch.rand_like,
+        torch.randint_like,
+        torch.randn_like,
+        torch.zeros_like,
+        _Base.new_empty,
+        _Base.new_full,
+        _Base.new_ones,
+        _Base.new_tensor,
+        _Base.new_zeros,
+    }
+)
+
+#: Methods that read only the shape of their tensor argument: no device is mixed.
+_SHAPE_OF_OTHER = frozenset({_Base.expand_as, _Base.reshape_as, _Base.view_as})
+
+#: The tag of a tensor made without ``device=`` while the probe runs (see
+#: :class:`_DevicelessTensorsOnHost`); kernel code cannot name it (private names are
+#: refused by the sandbox's checker).
+_HOST_TAG = "_axkd_made_on_host"
 
 _DEVICE_MISMATCH = (
     "expected all tensors to be on the same device",
@@ -311,15 +348,116 @@ _DEVICE_MISMATCH = (
 )
 
 
-class _DevicelessTensorsOnMeta(TorchFunctionMode):
-    """Moves each tensor that code creates without ``device=`` to the ``meta`` device.
+def _on_host(t: torch.Tensor) -> bool:
+    """Whether ``t`` was made without ``device=`` while the probe ran (on a GPU run: the CPU)."""
+    return bool(getattr(t, _HOST_TAG, False))
 
-    Kernel code run under this mode on real inputs works only if it never mixes such a
-    tensor with its inputs, i.e. only if it would also work with inputs on a GPU (where
-    the tensor would be on the CPU). A 0-dim result stays where it is (CUDA operations
-    accept 0-dim CPU tensors), and so does a tensor made from another tensor
-    (``torch.as_tensor(x)``).
+
+def _tensors(obj: Any, out: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors in ``obj`` (nested lists, tuples and dicts; a ``LinearOperator``'s)."""
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            _tensors(item, out)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            _tensors(item, out)
+    else:
+        representation = getattr(obj, "representation", None)  # a LinearOperator
+        if callable(representation) and type(obj).__module__.startswith("linear_operator"):
+            _tensors(tuple(representation()), out)
+    return out
+
+
+class _DevicelessTensorsOnHost(TorchFunctionMode):
+    """Runs kernel code as if its inputs were on a GPU and what it creates without
+    ``device=`` on the CPU, on real data, and raises where such a run would.
+
+    Every tensor that a factory (``torch.eye(n)``, ``torch.linspace(0, 1, 5)``,
+    ``torch.tensor([...])``) makes without ``device=`` is tagged *on the host*, and so
+    is what is computed from tagged tensors only; the inputs, the kernel's parameters
+    and buffers, and what is computed from them are on *the device*. An operation that
+    combines a host tensor of one or more dimensions with a device tensor raises
+    :class:`RuntimeError`, as PyTorch raises on a GPU; these are allowed, as there:
+
+    - a 0-dim host tensor with device tensors (``torch.tensor(0.5) * x1``: CUDA
+      operations take CPU scalars); the result is on the device;
+    - a move: ``t.to(x1)``, ``t.to(x1.device)``, ``t.to(device=..., dtype=...)``,
+      ``t.type_as(x1)`` and ``t.cuda()`` put ``t`` on the device (a copy), ``t.cpu()``
+      and ``t.to("cpu")`` on the host; ``t.to(x1.dtype)`` leaves it where it is;
+    - ``device=`` given to a factory, ``torch.*_like`` or ``t.new_*``: the device named
+      (a ``torch.device`` equal to the inputs' counts as theirs, the string ``"cpu"``
+      as the host); without it, ``torch.*_like(t)`` and ``t.new_*`` are where ``t`` is;
+    - ``t.copy_(src)`` and ``t[...] = src`` with basic indexing (a copy across
+      devices); host index tensors into a device tensor (``x1[torch.arange(2)]``);
+    - ``t.expand_as(x1)``, ``t.view_as(x1)``, ``t.reshape_as(x1)`` (only the size of
+      ``x1`` is read).
+
+    The values are the real ones (nothing is put on the ``meta`` device, which holds no
+    data and cannot be moved back), so code that moves what it creates runs as on a GPU.
+    Not seen: a ``torch.device`` taken from a host tensor (``device=t.device``) counts as
+    the inputs' device on a CPU run, where both are the CPU.
+
+    Args:
+        device: The device the inputs are on (the run's device).
     """
+
+    def __init__(self, device: torch.device) -> None:
+        super().__init__()
+        self.device = device
+
+    def _on_host_device(self, device: Any) -> bool:
+        """Whether ``device=device`` puts a tensor on the host (not the inputs' device)."""
+        if isinstance(device, str) and torch.device(device).type == "cpu":
+            return True  # named "cpu": the host on a GPU run
+        dev = torch.device(device)
+        same = dev.type == self.device.type and dev.index in (None, self.device.index)
+        return not same
+
+    def _mismatch(self, func: Any, tensors: list[torch.Tensor]) -> None:
+        host = [t for t in tensors if _on_host(t)]
+        if any(t.dim() > 0 for t in host) and len(host) < len(tensors):
+            name = getattr(func, "__name__", repr(func))
+            raise RuntimeError(  # what PyTorch raises in a GPU run
+                f"Expected all tensors to be on the same device, but {name} got one made "
+                "without device= (on the CPU in a GPU run) and one on the inputs' device"
+            )
+
+    def _target(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[bool | None, bool]:
+        """Where the result goes: (on the host?, or None to follow the inputs) and
+        whether the operation is checked for mixed devices."""
+        device = kwargs.get("device")
+        if func in _FACTORIES:
+            if device is not None:
+                return self._on_host_device(device), False
+            if args and isinstance(args[0], torch.Tensor):  # torch.as_tensor(t): t's
+                return _on_host(args[0]), False
+            return True, False
+        if func in _LIKE:
+            if device is not None:
+                return self._on_host_device(device), False
+            return _on_host(args[0]), False
+        if func is _Base.to:
+            for arg in (*args[1:], kwargs.get("other"), device):
+                if isinstance(arg, torch.Tensor):
+                    return _on_host(arg), False
+                if isinstance(arg, (str, torch.device)) or (
+                    isinstance(arg, int) and not isinstance(arg, bool)
+                ):
+                    return self._on_host_device(arg), False
+            return None, False  # a dtype only: where it was
+        if func is _Base.type_as:
+            return _on_host(args[1]), False
+        if func is _Base.cuda:
+            return False, False
+        if func is _Base.cpu:
+            return True, False
+        if func is _Base.copy_ or func in _SHAPE_OF_OTHER:
+            return _on_host(args[0]), False
+        return None, True
 
     def __torch_function__(
         self,
@@ -329,25 +467,52 @@ class _DevicelessTensorsOnMeta(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        target, checked = self._target(func, args, kwargs)
+        inputs = _tensors((args, kwargs), [])
+        if func is _Base.__getitem__ or func is _Base.__setitem__:
+            self._check_indexing(func, args)
+            target = _on_host(args[0])
+        elif checked:
+            self._mismatch(func, inputs)
         out = func(*args, **kwargs)
-        if (
-            func in _FACTORIES
-            and kwargs.get("device") is None
-            and isinstance(out, torch.Tensor)
-            and out.dim() > 0
-            and not any(isinstance(a, torch.Tensor) for a in args)
+        if target is None:  # follows its inputs: the device if any is there
+            if not inputs:
+                return out
+            target = all(_on_host(t) for t in inputs)
+        elif (
+            isinstance(out, torch.Tensor)
+            and _on_host(out) != target
+            and any(out is t for t in inputs)
         ):
-            return out.to("meta")
+            out = out.clone()  # a move that was a no-op here: the original stays where it is
+        outputs = [out] if isinstance(out, torch.Tensor) else []
+        if isinstance(out, (list, tuple)):  # torch.chunk, torch.linalg.eigh, ...
+            outputs = _tensors(out, [])
+        for t in outputs:
+            if not any(t is i for i in inputs):  # in place: it stays where it is
+                setattr(t, _HOST_TAG, target)
         return out
+
+    def _check_indexing(self, func: Any, args: tuple[Any, ...]) -> None:
+        """``t[index]`` and ``t[index] = value``: host index tensors are allowed into a
+        device tensor (device ones into a host tensor are not); the value of an
+        advanced-indexing assignment must be where ``t`` is, or 0-dim."""
+        self_, index = args[0], args[1]
+        indices = _tensors(index, [])
+        if _on_host(self_) and any(not _on_host(i) and i.dim() > 0 for i in indices):
+            self._mismatch(func, [self_, *indices])
+        value = args[2] if func is _Base.__setitem__ else None
+        if indices and isinstance(value, torch.Tensor) and value.dim() > 0:
+            self._mismatch(func, [self_, value])
 
 
 def _device_reason(label: str, err: BaseException | None = None) -> str:
     what = f"raised {_describe(err)}" if err is not None else "returned a tensor on another device"
     return (
-        f"device: {label} {what} once the tensors it creates without device= were put on "
-        "another device; on a GPU they would be on the CPU. Create them on the inputs' "
-        "device: torch.eye(n, device=x1.device, dtype=x1.dtype), x1.new_ones(...), "
-        "torch.zeros_like(x1)"
+        f"device: {label} {what}; in a GPU run a tensor created without device= is on "
+        "the CPU, not on the inputs' device. Create them on the inputs' device: "
+        "torch.eye(n, device=x1.device, dtype=x1.dtype), x1.new_ones(...), "
+        "torch.zeros_like(x1), or move them there: t.to(x1)"
     )
 
 
@@ -492,13 +657,13 @@ def _run_checks(
     with torch.no_grad(), _phase("device", timings):
         for label, x1, x2 in cases + [("diag=True", x, x)]:
             try:
-                with _DevicelessTensorsOnMeta():
+                with _DevicelessTensorsOnHost(x1.device):
                     out = _dense(kernel.forward(x1, x2, diag=label == "diag=True"))
             except Exception as err:  # noqa: BLE001 - it ran without the probe
                 if _is_memory_error(err):
                     raise
                 raise _Failure("device", _device_reason(label, err)) from err
-            if out.device != x1.device:
+            if out.device != x1.device or (_on_host(out) and out.dim() > 0):
                 raise _Failure("device", _device_reason(label))
 
     full = outputs[0][1]

@@ -27,7 +27,9 @@ from ax_kernel_discovery.validation import (
     CheckTimeout,
     ValidationOptions,
     ValidationResult,
+    _DevicelessTensorsOnHost,
     _inputs,
+    _on_host,
     check_kernel,
 )
 
@@ -77,6 +79,7 @@ def test_gpytorch_kernels_pass(factory) -> None:
         "valid_rq_bezier_poly",
         "valid_rq_spherelinear_matern_cos",
         "valid_device_aware_nugget",
+        "valid_moved_grid",
     ],
 )
 def test_valid_corpus_passes(name: str) -> None:
@@ -112,9 +115,15 @@ def test_very_high_dimension_is_fast_and_uses_few_points() -> None:
         (
             "broken_deviceless_nugget",
             "device",
-            "(20,D)x(20,D) raised RuntimeError: Tensor on device meta is not on the "
-            "expected device cpu! once the tensors it creates without device= were put on "
-            "another device",
+            "(20,D)x(20,D) raised RuntimeError: Expected all tensors to be on the same "
+            "device, but add got one made without device= (on the CPU in a GPU run) and one "
+            "on the inputs' device; in a GPU run a tensor created without device= is on the CPU",
+        ),
+        (
+            "broken_dtype_only_move",
+            "device",
+            "(20,D)x(20,D) raised RuntimeError: Expected all tensors to be on the same "
+            "device, but mul got one",
         ),
     ],
 )
@@ -138,6 +147,183 @@ def test_device_probe_is_the_only_check_that_sees_a_deviceless_tensor() -> None:
     assert {"load", "shape", "device"} <= set(res.timings)
     # the probe runs before the checks that follow the shapes, on every device
     assert "diag" not in res.timings
+
+
+def test_a_tensor_moved_to_the_inputs_passes_where_one_cast_only_is_refused() -> None:
+    """Issue 30 item 7: ``torch.linspace(0, 1, 5).to(x1)`` works on a GPU; the probe put
+    the grid on the ``meta`` device, which holds no data ("Cannot copy out of meta
+    tensor"), and refused it. ``.to(x1.dtype)`` leaves it on the CPU: still refused."""
+    moved = check_kernel(corpus_factory("valid_moved_grid"), 6, check_fit=False)
+    assert moved.ok, moved.reason
+    assert "device" in moved.timings  # the probe ran, and passed
+    cast = check_kernel(corpus_factory("broken_dtype_only_move"), 6, check_fit=False)
+    assert (cast.ok, cast.stage) == (False, "device")
+    assert "t.to(x1)" in cast.reason
+
+
+def _grid(x: torch.Tensor) -> torch.Tensor:
+    return torch.linspace(0, 1, 3).to(x) * x
+
+
+def _grid_same_dtype(x: torch.Tensor) -> torch.Tensor:
+    # on a CPU .to() returns the grid itself: the probe must still count it as moved
+    return torch.linspace(0, 1, 3, dtype=torch.float64).to(x) * x
+
+
+def _computed_on_host_then_moved(x: torch.Tensor) -> torch.Tensor:
+    w = torch.arange(1, 4).double().mul(0.5).exp() + torch.ones(3, dtype=torch.float64)
+    return w.to(device=x.device, dtype=x.dtype) * x
+
+
+def _to_device(x: torch.Tensor) -> torch.Tensor:
+    return torch.ones(3, dtype=x.dtype).to(x.device) + x
+
+
+def _type_as(x: torch.Tensor) -> torch.Tensor:
+    return torch.ones(3).type_as(x) + x
+
+
+def _made_on_the_device(x: torch.Tensor) -> torch.Tensor:
+    eye = torch.eye(3, device=x.device, dtype=x.dtype)
+    return eye @ x + x.new_ones(3) + torch.zeros_like(x) + torch.as_tensor([1.0, 2.0, 3.0]).to(x)
+
+
+def _cpu_scalars(x: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(0.5, dtype=x.dtype) * x + torch.linspace(0, 1, 3).sum() * x
+
+
+def _cpu_index(x: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[torch.tensor([0, 2])] = x[torch.arange(2)] * 2  # CPU indices, device values
+    y[1] = torch.zeros(3, dtype=x.dtype)  # basic indexing copies across devices
+    return y + x[:, torch.tensor([2, 1, 0])]
+
+
+def _eye_plus_x(x: torch.Tensor) -> torch.Tensor:
+    return torch.eye(3, dtype=x.dtype) + x
+
+
+def _cast_only(x: torch.Tensor) -> torch.Tensor:
+    return torch.linspace(0, 1, 3).to(x.dtype) * x
+
+
+def _the_original_of_a_move(x: torch.Tensor) -> torch.Tensor:
+    grid = torch.linspace(0, 1, 3, dtype=x.dtype)
+    grid.to(x)  # a copy on the device; grid itself stays on the CPU
+    return grid * x
+
+
+def _cat(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([torch.zeros(1, 3, dtype=x.dtype), x])
+
+
+def _matmul(x: torch.Tensor) -> torch.Tensor:
+    return x @ torch.ones(3, 1, dtype=x.dtype)
+
+
+def _expanded_cpu_scalar(x: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(1.0, dtype=x.dtype).expand(3, 3) + x  # no longer 0-dim
+
+
+def _moved_to_the_cpu(x: torch.Tensor) -> torch.Tensor:
+    return x.cpu() * x + x.to("cpu")
+
+
+def _device_index_into_a_cpu_tensor(x: torch.Tensor) -> torch.Tensor:
+    return torch.arange(5.0, dtype=x.dtype)[x.argmax(-1)]
+
+
+def _cpu_values_by_advanced_indexing(x: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[torch.tensor([0, 1])] = torch.ones(2, 3, dtype=x.dtype)
+    return y
+
+
+def _cpu_linear_operator(x: torch.Tensor) -> torch.Tensor:
+    from linear_operator.operators import DiagLinearOperator
+
+    return torch.matmul(DiagLinearOperator(torch.ones(3, dtype=x.dtype)), x)
+
+
+#: Code that runs with its inputs on a GPU: the probe accepts it.
+RUNS_ON_A_GPU = [
+    _grid,
+    _grid_same_dtype,
+    _computed_on_host_then_moved,
+    _to_device,
+    _type_as,
+    _made_on_the_device,
+    _cpu_scalars,
+    _cpu_index,
+]
+#: Code that fails with its inputs on a GPU (CPU tensors of one or more dimensions mixed
+#: with them): the probe refuses it.
+FAILS_ON_A_GPU = [
+    _eye_plus_x,
+    _cast_only,
+    _the_original_of_a_move,
+    _cat,
+    _matmul,
+    _expanded_cpu_scalar,
+    _moved_to_the_cpu,
+    _device_index_into_a_cpu_tensor,
+    _cpu_values_by_advanced_indexing,
+    _cpu_linear_operator,
+]
+
+
+@pytest.mark.parametrize("code", RUNS_ON_A_GPU, ids=lambda f: f.__name__)
+def test_the_device_probe_accepts_code_that_runs_on_a_gpu(code) -> None:
+    x = torch.rand(3, 3, dtype=torch.float64)
+    with _DevicelessTensorsOnHost(x.device):
+        out = code(x)
+    assert not _on_host(out)  # on the inputs' device
+    assert torch.equal(out, code(x))  # on the real values
+
+
+@pytest.mark.parametrize("code", FAILS_ON_A_GPU, ids=lambda f: f.__name__)
+def test_the_device_probe_refuses_code_that_mixes_devices(code) -> None:
+    x = torch.rand(3, 3, dtype=torch.float64)
+    code(x)  # fine on a CPU
+    with pytest.raises(RuntimeError, match="same device"), _DevicelessTensorsOnHost(x.device):
+        code(x)
+
+
+#: Indexing, where FakeTensor's rules are not PyTorch's kernels' (it cannot move CPU
+#: indices to a pretend GPU, and lets a CPU tensor take GPU indices, which CUDA refuses).
+_INDEXING = {_cpu_index, _device_index_into_a_cpu_tensor, _cpu_values_by_advanced_indexing}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [c for c in RUNS_ON_A_GPU + FAILS_ON_A_GPU if c not in _INDEXING],
+    ids=lambda f: f.__name__,
+)
+def test_the_probe_s_verdicts_are_pytorch_s_device_rules(code) -> None:
+    """Without a GPU: PyTorch's own device propagation (FakeTensorMode, shapes and devices
+    without data) on inputs on a pretend GPU agrees with the probe on each case."""
+    fake_tensor = pytest.importorskip("torch._subclasses.fake_tensor")
+    with fake_tensor.FakeTensorMode():
+        x = torch.empty(3, 3, dtype=torch.float64, device="cuda")
+        try:
+            code(x)
+            runs = True
+        except RuntimeError as err:
+            assert "same device" in str(err)
+            runs = False
+    assert runs == (code in RUNS_ON_A_GPU)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_the_probe_s_verdicts_are_a_gpu_s() -> None:
+    """The two lists above, run with the inputs on a GPU and no probe."""
+    x = torch.rand(3, 3, dtype=torch.float64, device="cuda")
+    for code in RUNS_ON_A_GPU:
+        assert code(x).device == x.device, code.__name__
+    for code in FAILS_ON_A_GPU:
+        with pytest.raises(RuntimeError):
+            code(x)
+            pytest.fail(f"{code.__name__} ran on a GPU")
 
 
 def test_negative_eigenvalue_caught_when_jitter_hides_it_from_cholesky() -> None:

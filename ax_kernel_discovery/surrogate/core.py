@@ -91,6 +91,7 @@ from ax_kernel_discovery.surrogate.state import (
     encode_tensors,
     row_digests,
 )
+from ax_kernel_discovery.surrogate.worker import release_shared_pools
 
 logger = logging.getLogger(__name__)
 
@@ -323,7 +324,8 @@ class KernelDiscoverySurrogate(Surrogate):
         return self._fallback
 
     def close(self) -> None:
-        """Release what the proposer holds (a local LLM server) and the prefetch thread.
+        """Release what the proposer holds (a local LLM server), the prefetch thread and
+        the fit worker processes this surrogate used (a pool no other user holds stops).
 
         The surrogate stays usable: a later round starts them again when needed. A round
         whose kernels are being fitted in the background is completed first.
@@ -338,6 +340,7 @@ class KernelDiscoverySurrogate(Surrogate):
         close = getattr(self._proposer, "close", None)
         if callable(close):
             close()
+        release_shared_pools(self, self.fitter)
 
     def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None:
         """Take the rows of the fit Ax is about to make, keyed by trial and arm, with
@@ -732,7 +735,7 @@ class KernelDiscoverySurrogate(Surrogate):
         future: Future[BackgroundResult] | None = None
         if job.cands:
             try:
-                future = fit_pool(1).submit(fit_round_in_worker, job)
+                future = fit_pool(1, user=self).submit(fit_round_in_worker, job)
             except Exception as e:  # noqa: BLE001 - the fits then run here, when collected
                 logger.info("background fits could not start (%r); fitting in process", e)
         self._pending[ctx.outcome] = _Pending(ctx, accepted, choice, models, job, future)

@@ -664,7 +664,7 @@ class KernelFitter:
                 self.fit_and_score(c, ctx, refit=r, maxiter=m, members=members) for c, r, m in jobs
             ]
         prepared = [(c, self._prepare(c, ctx, r, m, members), m) for c, r, m in jobs]
-        pool = fit_pool(workers)
+        pool = fit_pool(workers, user=self)
         t0 = time.perf_counter()
         futures = [
             pool.submit(fit_in_worker, ctx.dataset, ctx.search_space_digest, job)
@@ -890,12 +890,14 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     )
 
 
-def fit_pool(workers: int) -> WorkerPool:
+def fit_pool(workers: int, user: object | None = None) -> WorkerPool:
     """The process's pool of ``workers`` fit workers (one torch thread each, kept for
     later rounds; :mod:`.worker`: fresh interpreters that never run the user's
     ``__main__``). The first round that uses a pool pays their start (importing Ax and
-    torch)."""
-    return shared_pool(workers)
+    torch). ``user`` (a surrogate, a fitter) holds the pool until it releases it
+    (:func:`~.worker.release_shared_pools`, ``KernelDiscoverySurrogate.close()``) or is
+    garbage-collected."""
+    return shared_pool(workers, user)
 
 
 __all__ = [

@@ -31,13 +31,18 @@ The kernel's hyperparameters must not change while the acquisition function is u
 the cached blocks (detached) would go stale. This holds in Ax, which builds the
 acquisition function after the fit and optimizes it once.
 
-Models it cannot serve this way (not a single-output exact GP with a Gaussian
-likelihood, one-to-many input transforms, ensembles and mixtures, multi-output or
+The noise enters only the caches :math:`\\alpha` and :math:`S` (through
+:math:`\\Sigma`), so a learned noise (``GaussianLikelihood``) and a known noise per
+training point (``FixedNoiseGaussianLikelihood``: observations with SEMs) are served
+alike. Models it cannot serve this way (not a single-output exact GP with one of these
+likelihoods, one-to-many input transforms, ensembles and mixtures, multi-output or
 batched models) take BoTorch's path, as does ``cache_root=False``.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +53,7 @@ from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.utils import gpt_posterior_settings
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
-from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.errors import NanError, NotPSDError
@@ -78,7 +83,9 @@ def serves(model: Any) -> bool:
         return False
     if getattr(model, "_input_batch_shape", torch.Size()) != torch.Size():
         return False
-    if not isinstance(model.likelihood, GaussianLikelihood):  # fixed noise is one too
+    # a Gaussian likelihood: learned noise, or known noise per training point (SEMs);
+    # either enters only the caches alpha and S, not the latent posterior's formulas
+    if not isinstance(model.likelihood, (GaussianLikelihood, FixedNoiseGaussianLikelihood)):
         return False
     transform = getattr(model, "input_transform", None)
     if transform is not None and getattr(transform, "is_one_to_many", False):
@@ -114,16 +121,47 @@ def _baseline_blocks(model: Any, X_baseline: Tensor) -> _BaselineBlocks | None:
         )
 
 
-def _rows_in(rows: Tensor, table: Tensor) -> Tensor | None:
+#: The most elements of the rows that :func:`_rows_in` reads at once (float64: 32 MB).
+ROWS_IN_MAX_ELEMENTS = 1 << 22
+
+
+def _row_keys(x: Tensor, max_elements: int) -> Iterator[bytes]:
+    """A digest of each row of ``x``, read ``max_elements`` at a time: rows equal under
+    ``==`` have the same (``-0.0`` is read as ``0.0``; a row with a NaN equals none)."""
+    step = max(1, max_elements // max(1, x.shape[-1]))
+    for start in range(0, x.shape[0], step):
+        chunk = x[start : start + step]
+        values = chunk.masked_fill(chunk == 0, 0).cpu().numpy()
+        for row in values:
+            yield hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+
+
+def _rows_in(
+    rows: Tensor, table: Tensor, max_elements: int = ROWS_IN_MAX_ELEMENTS
+) -> Tensor | None:
     """The index in ``table`` of each of the leading ``rows`` found there (exact
-    equality), or ``None`` when none is; the rows after the first not found are taken
-    as not found (an incremental qLogNEI's baseline: observed points, then pending)."""
-    equal = (rows.unsqueeze(-2) == table.unsqueeze(-3)).all(dim=-1)  # n_b x n
-    found = equal.any(dim=-1)
-    leading = int(found.to(torch.int8).cumprod(0).sum())
-    if leading == 0:
-        return None
-    return equal[:leading].to(torch.int8).argmax(dim=-1)
+    equality, ``==``; the first such row of ``table``), or ``None`` when none is; the
+    rows after the first not found are taken as not found (an incremental qLogNEI's
+    baseline: observed points, then pending).
+
+    Rows are matched by a digest of their values, each match then checked with ``==``:
+    ``O((n_b + n) D)`` work, and at most ``max(max_elements, D)`` elements read at once.
+    Comparing every row with every row (``n_b x n x D`` booleans) took 1 GB and seconds
+    at ``n_b = n = 400``, ``D = 6392`` (issue 30 item 15).
+    """
+    if rows.dtype != table.dtype:  # compared as == compares them
+        dtype = torch.promote_types(rows.dtype, table.dtype)
+        rows, table = rows.to(dtype), table.to(dtype)
+    where: dict[bytes, list[int]] = {}
+    for j, key in enumerate(_row_keys(table, max_elements)):
+        where.setdefault(key, []).append(j)
+    found: list[int] = []
+    for i, key in enumerate(_row_keys(rows, max_elements)):
+        match = next((j for j in where.get(key, ()) if bool((rows[i] == table[j]).all())), None)
+        if match is None:
+            break
+        found.append(match)
+    return torch.tensor(found, dtype=torch.long, device=rows.device) if found else None
 
 
 def joint_posterior(

@@ -18,6 +18,7 @@ from botorch.utils.datasets import SupervisedDataset
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.surrogate import worker
 from ax_kernel_discovery.surrogate.fitting import FitStart
 
 DIM = 8
@@ -144,7 +145,12 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
             real = future.result
             interrupted: list[bool] = []
 
-            def result(*args: Any, **kwargs: Any) -> Any:
+            def result(
+                *args: Any,
+                real: Any = real,
+                interrupted: list[bool] = interrupted,
+                **kwargs: Any,
+            ) -> Any:
                 if not interrupted:
                     interrupted.append(True)
                     raise KeyboardInterrupt
@@ -157,3 +163,19 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
         states.append(s.state_dict_json())
     s.close()
     _same_rounds(states, in_process[1])
+
+
+def test_close_ends_the_worker_of_the_background_fits() -> None:
+    """Issue 30 item 13: after ``close()`` no idle worker process (460 MB once it has
+    fitted) nor its thread stayed for the life of the process."""
+    worker.shutdown_shared_pools()  # the pool below is the one this surrogate starts
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(background_fits="on", **SETTINGS))  # type: ignore[arg-type]
+    s.objective_weights = {"f": -1.0}
+    s.fit([_data(14)], DIGEST)
+    pool = worker._SHARED[1]
+    assert pool.alive
+    assert s.history[-1].timings["background_fits"] > 0  # the round used the worker
+    s.close()
+    assert all(w.process.poll() is not None for w in pool.workers)
+    assert not any(w.thread.is_alive() for w in pool.workers)
+    assert 1 not in worker._SHARED

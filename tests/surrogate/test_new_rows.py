@@ -12,12 +12,19 @@ from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.utils.datasets import SupervisedDataset
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
+from torch.overrides import TorchFunctionMode
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import leaf
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI, serves
+from ax_kernel_discovery.surrogate.new_rows import (
+    ROWS_IN_MAX_ELEMENTS,
+    NewRowsqLogNEI,
+    _rows_in,
+    serves,
+)
 
 DIM = 8
 
@@ -29,19 +36,37 @@ def _data(n: int = 14) -> tuple[torch.Tensor, torch.Tensor]:
     return X, Y
 
 
+def _sems(Y: torch.Tensor) -> torch.Tensor:
+    """Known observation variances (SEMs squared), one per point, all different."""
+    g = torch.Generator().manual_seed(11)
+    return (0.05 + 0.3 * torch.rand(Y.shape, generator=g, dtype=torch.float64)) ** 2
+
+
 def _models() -> dict[str, SingleTaskGP]:
     X, Y = _data()
     spec = {"op": "sum", "args": [leaf("rbf"), leaf("matern52", warp="kumaraswamy")]}
     warped = KernelCandidate(name="w", formula="rbf + matern52@kumaraswamy", spec=spec)
+    Z = (Y - Y.mean()) / Y.std()
+    bounds = torch.tensor([[-1.0] * DIM, [2.0] * DIM])
     models = {
-        "rbf": SingleTaskGP(X, (Y - Y.mean()) / Y.std()),
+        "rbf": SingleTaskGP(X, Z),
         "transforms": SingleTaskGP(
             X * 3 - 1,
             Y * 10,
-            input_transform=Normalize(DIM, bounds=torch.tensor([[-1.0] * DIM, [2.0] * DIM])),
+            input_transform=Normalize(DIM, bounds=bounds),
             outcome_transform=Standardize(1),
         ),
-        "warped": KernelDiscoveryGP(X, (Y - Y.mean()) / Y.std(), covar_module=warped.build(DIM)),
+        "warped": KernelDiscoveryGP(X, Z, covar_module=warped.build(DIM)),
+        # observations with SEMs: a FixedNoiseGaussianLikelihood (issue 30 item 16)
+        "sems": SingleTaskGP(X, Z, train_Yvar=_sems(Z)),
+        "sems_transforms": SingleTaskGP(
+            X * 3 - 1,
+            Y * 10,
+            train_Yvar=100 * _sems(Y),
+            input_transform=Normalize(DIM, bounds=bounds),
+            outcome_transform=Standardize(1),
+        ),
+        "sems_warped": KernelDiscoveryGP(X, Z, train_Yvar=_sems(Z), covar_module=warped.build(DIM)),
     }
     for model in models.values():  # hyperparameters away from their initial values
         for p in model.covar_module.parameters():
@@ -61,15 +86,19 @@ def _pair(
     return acqfs[0], acqfs[1]  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("name", ["rbf", "transforms", "warped"])
+@pytest.mark.parametrize(
+    "name", ["rbf", "transforms", "warped", "sems", "sems_transforms", "sems_warped"]
+)
 @pytest.mark.parametrize("q", [1, 3])
 def test_values_and_gradients_are_botorchs(name: str, q: int) -> None:
     model = _models()[name]
-    X = model.train_inputs[0] if name != "transforms" else _data()[0] * 3 - 1
+    noise = FixedNoiseGaussianLikelihood if "sems" in name else GaussianLikelihood
+    assert type(model.likelihood) is noise
+    X = model.train_inputs[0] if "transforms" not in name else _data()[0] * 3 - 1
     stock, fast = _pair(model, X)
     assert fast._new_rows is not None  # served: the new rows are computed here
     g = torch.Generator().manual_seed(100 + q)  # not the training data's seed
-    lo, hi = (-1.0, 2.0) if name == "transforms" else (0.0, 1.0)
+    lo, hi = (-1.0, 2.0) if "transforms" in name else (0.0, 1.0)
     Xq = (lo + (hi - lo) * torch.rand(5, q, DIM, generator=g, dtype=torch.float64)).requires_grad_()
     v_stock = stock(Xq)
     (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
@@ -81,8 +110,9 @@ def test_values_and_gradients_are_botorchs(name: str, q: int) -> None:
     assert fast._new_rows.baseline_in_train is not None
 
 
-def test_pending_points_join_the_baseline_and_the_blocks_follow() -> None:
-    model = _models()["warped"]
+@pytest.mark.parametrize("name", ["warped", "sems_warped"])
+def test_pending_points_join_the_baseline_and_the_blocks_follow(name: str) -> None:
+    model = _models()[name]
     X = model.train_inputs[0]
     pending = torch.rand(2, DIM, dtype=torch.float64)
     stock, fast = _pair(model, X)
@@ -90,8 +120,12 @@ def test_pending_points_join_the_baseline_and_the_blocks_follow() -> None:
         acqf.set_X_pending(pending)  # what sequential greedy optimization does
     assert fast._new_rows is not None
     assert fast._new_rows.baseline_inputs.shape[0] == fast.X_baseline.shape[0]
-    Xq = torch.rand(4, 1, DIM, dtype=torch.float64)
-    assert torch.allclose(fast(Xq), stock(Xq), rtol=1e-9, atol=1e-9)
+    Xq = torch.rand(4, 1, DIM, dtype=torch.float64, requires_grad=True)
+    v_stock, v_fast = stock(Xq), fast(Xq)
+    (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
+    (g_fast,) = torch.autograd.grad(v_fast.sum(), Xq)
+    assert torch.allclose(v_fast, v_stock, rtol=1e-9, atol=1e-9)
+    assert torch.allclose(g_fast, g_stock, rtol=1e-7, atol=1e-9)
 
 
 def test_models_it_cannot_serve_take_botorchs_path() -> None:
@@ -108,11 +142,13 @@ def test_models_it_cannot_serve_take_botorchs_path() -> None:
     assert torch.isfinite(fast(torch.rand(3, 2, DIM, dtype=torch.float64))).all()
 
 
-def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
+@pytest.mark.parametrize("sems", [False, True], ids=["noise_learned", "sems"])
+def test_ax_builds_it_like_qlognei_and_optimizes_it(sems: bool) -> None:
     X, Y = _data(16)
     names = [f"x{i}" for i in range(DIM)]
+    Z = (Y - Y.mean()) / Y.std()
     dataset = SupervisedDataset(
-        X=X, Y=(Y - Y.mean()) / Y.std(), feature_names=names, outcome_names=["f"]
+        X=X, Y=Z, Yvar=_sems(Z) if sems else None, feature_names=names, outcome_names=["f"]
     )
     digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * DIM)
     surrogate = Surrogate()
@@ -127,6 +163,8 @@ def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
             botorch_acqf_class=cls,
         )
         assert type(acquisition.acqf) is cls
+        if cls is NewRowsqLogNEI:  # with SEMs too (issue 30 item 16)
+            assert acquisition.acqf._new_rows is not None
         candidates[cls], _, _ = acquisition.optimize(
             n=2,
             search_space_digest=digest,
@@ -136,3 +174,82 @@ def test_ax_builds_it_like_qlognei_and_optimizes_it() -> None:
     assert torch.allclose(
         candidates[NewRowsqLogNEI], candidates[qLogNoisyExpectedImprovement], atol=1e-4
     )
+
+
+def _rows_in_unchunked(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor | None:
+    """``_rows_in`` as it was (c00a207): the whole ``n_b x n x D`` comparison at once."""
+    equal = (rows.unsqueeze(-2) == table.unsqueeze(-3)).all(dim=-1)
+    found = equal.any(dim=-1)
+    leading = int(found.to(torch.int8).cumprod(0).sum())
+    if leading == 0:
+        return None
+    return equal[:leading].to(torch.int8).argmax(dim=-1)
+
+
+class _LargestTensor(TorchFunctionMode):
+    """Records the most elements of any tensor an operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.largest = max(self.largest, out.numel())
+        return out
+
+
+def _baselines() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(7)
+    table = torch.rand(30, 6, generator=g, dtype=torch.float64)
+    table[4] = table[17]  # a repeated training point: the first one is found
+    table[9, 0] = 0.0
+    signed_zero = table[9].clone()
+    signed_zero[0] = -0.0  # equal to 0.0, as == says
+    pending = torch.rand(5, 6, generator=g, dtype=torch.float64)
+    order = torch.randperm(30, generator=g)
+    with_nan = table.clone()
+    with_nan[2, 3] = float("nan")  # NaN == NaN is false: that row is found nowhere
+    return {
+        "nan": (with_nan[[0, 1, 2, 3]], with_nan),
+        "observed": (table[order], table),
+        "observed_then_pending": (torch.cat([table[order[:23]], pending]), table),
+        "pending_between": (torch.cat([table[:3], pending[:1], table[3:]]), table),
+        "repeated_and_signed_zero": (torch.stack([table[17], signed_zero, table[4]]), table),
+        "none_found": (pending, table),
+        "first_not_found": (torch.cat([pending[:1], table]), table),
+        "empty": (table[:0], table),
+    }
+
+
+@pytest.mark.parametrize("case", list(_baselines()))
+@pytest.mark.parametrize("max_elements", [1, 6 * 30 * 4, 6 * 30 * 7 + 5, 1 << 22])
+def test_rows_in_equals_the_whole_comparison(case: str, max_elements: int) -> None:
+    """Issue 30 item 15: the same index as comparing every row with every row, with its
+    largest tensor bounded by the chunk."""
+    rows, table = _baselines()[case]
+    expected = _rows_in_unchunked(rows, table)
+    with _LargestTensor() as probe:
+        index = _rows_in(rows, table, max_elements=max_elements)
+    if expected is None:
+        assert index is None
+    else:
+        assert index is not None and torch.equal(index, expected)
+    # a chunk of rows, one row, or the index itself
+    assert probe.largest <= max(max_elements, table.shape[-1], rows.shape[0])
+
+
+def test_rows_in_holds_no_n_b_by_n_by_d_tensor() -> None:
+    """The default bound at a size where the whole comparison would be twice over it
+    (at n = 400, D = 6392 it was 1 GB: +999 MB peak RSS)."""
+    g = torch.Generator().manual_seed(0)
+    table = torch.rand(64, 2048, generator=g, dtype=torch.float64)
+    rows = torch.cat([table.flip(0), torch.rand(2, 2048, generator=g, dtype=torch.float64)])
+    whole = rows.shape[0] * table.numel()
+    assert whole > 2 * ROWS_IN_MAX_ELEMENTS
+    with _LargestTensor() as probe:
+        index = _rows_in(rows, table)
+    assert index is not None and torch.equal(index, torch.arange(63, -1, -1))
+    assert probe.largest <= ROWS_IN_MAX_ELEMENTS
+    assert probe.largest < whole / 2
