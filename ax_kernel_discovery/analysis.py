@@ -208,8 +208,9 @@ def _run_surrogate(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
             raise FileNotFoundError(f"no such file: {str(path)!r}")
         checkpoint = _checkpoint_of_result(path)
         return load_surrogate(checkpoint or path), str(path)
-    experiment = getattr(getattr(source, "_experiment", None), "name", None)
-    return find_surrogate(source), experiment
+    experiment: Any = getattr(source, "_experiment", None)
+    name = experiment.name if getattr(experiment, "has_name", False) else None
+    return find_surrogate(source), name
 
 
 def _checkpoint_of_result(path: Path) -> Path | None:

@@ -39,8 +39,9 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import re
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -191,10 +192,12 @@ class KernelDiscoverySurrogate(Surrogate):
         start_rule: StartRule | None = None,
         **kwargs: Any,
     ) -> None:
+        if state:
+            check_state_format(state)
         if config is None:
             config = KernelDiscoveryConfig()
         elif not isinstance(config, KernelDiscoveryConfig):
-            config = KernelDiscoveryConfig.model_validate(dict(config))
+            config = _saved_config(config, state)
         spec = SurrogateSpec(model_configs=list(_PLACEHOLDER_CONFIGS))
         if surrogate_spec is not None:
             spec = SurrogateSpec(
@@ -235,6 +238,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._round_used = False
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
+        #: The experiment the state belongs to: its parameters (names, in order).
+        self._features: list[str] | None = None
         if state:
             self._load_state(state)
 
@@ -383,7 +388,15 @@ class KernelDiscoverySurrogate(Surrogate):
 
     def fit(self, *args: Any, **kwargs: Any) -> None:
         """Ax's ``fit``; a fit that ran a round (for one outcome or several) advances the
-        round counter once, so that every outcome's round of one fit shares its index."""
+        round counter once, so that every outcome's round of one fit shares its index.
+
+        A surrogate handed another experiment (other parameters) starts afresh (see
+        :meth:`_start_afresh_for`): a population, warm starts and a history belong to
+        the experiment they were found on.
+        """
+        digest = kwargs.get("search_space_digest", args[1] if len(args) > 1 else None)
+        if digest is not None:
+            self._start_afresh_for(list(digest.feature_names))
         self._in_fit, self._round_used = True, False
         try:
             super().fit(*args, **kwargs)
@@ -585,6 +598,37 @@ class KernelDiscoverySurrogate(Surrogate):
                 rec.round, rec.rejected, rec.struck, pop.summaries(self.config.criterion)
             )
         self._start_prefetch(pop, ctx.dim, ctx.outcome, ctx.rec.round + 1)
+
+    def _start_afresh_for(self, features: list[str]) -> None:
+        """Forget another experiment's state when fitted on this one's parameters.
+
+        The state (population, warm starts, history, strike bookkeeping, objectives)
+        describes the experiment it was found on; in another one (other parameter names
+        or dimension) its warm starts do not fit and its history would skip the guard
+        round. Kernels travel between experiments through kernel libraries
+        (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
+        """
+        previous, self._features = self._features, features
+        if previous is None or previous == features:
+            return
+        if not (self.outcome_states or self._history):
+            return
+        self.finish_background()
+        logger.warning(
+            "kernel discovery: this surrogate was used on another experiment (parameters "
+            "%s; now %s); it starts afresh: a new population, no history. To carry kernels "
+            "over, export them (export_kernels) and start from them "
+            "(KernelDiscoveryConfig(start_kernels=...))",
+            _describe(previous),
+            _describe(features),
+        )
+        self.outcome_states = {}
+        self._history = []
+        self.objective_weights = {}
+        self.objective_matrix = []
+        self.round_index = 0
+        self._portfolios = {}
+        self._fit_rows = {}
 
     # --- the batch portfolio ------------------------------------------------------------------
 
@@ -830,6 +874,7 @@ class KernelDiscoverySurrogate(Surrogate):
         the objective weights: the generation strategy holds the state.
         """
         state: dict[str, Any] = {
+            "format": STATE_FORMAT,
             "round_index": self.round_index,
             "objective_weights": dict(self.objective_weights),
             "objective_matrix": [dict(row) for row in self.objective_matrix],
@@ -861,6 +906,7 @@ class KernelDiscoverySurrogate(Surrogate):
                 if v.last_choice is not None
             },
             "warm_parameters": warm,
+            "features": self._features,
             "rows": {k: v.rows_to_dict() for k, v in self.outcome_states.items()},
             "proposer": proposer or {},
         }
@@ -886,6 +932,8 @@ class KernelDiscoverySurrogate(Surrogate):
             )
             for outcome, pop in state.get("populations", {}).items()
         }
+        features = state.get("features")
+        self._features = list(features) if features is not None else None
         for outcome, rows in state.get("rows", {}).items():
             if outcome in self.outcome_states:
                 self.outcome_states[outcome].rows_from_dict(rows)
@@ -1064,6 +1112,65 @@ class KernelDiscoverySurrogate(Surrogate):
         return state
 
 
+#: The format of :meth:`KernelDiscoverySurrogate.state_dict_json`: 1, the states before
+#: the format was written down; 2, with the rows keyed by trial, the objectives' matrix,
+#: the batch portfolio's bookkeeping and the experiment's parameters.
+STATE_FORMAT = 2
+
+
+def check_state_format(state: Mapping[str, Any]) -> None:
+    """Refuse a saved state this version cannot continue, saying why and what to do.
+
+    Raises:
+        ValueError: The state was written by a newer format, or lacks what a run's state
+            holds (its populations): loading it would silently start over and lose every
+            discovered kernel.
+    """
+    version = state.get("format", 1)
+    if not isinstance(version, int) or version > STATE_FORMAT:
+        raise ValueError(
+            f"the saved kernel-discovery state has format {version!r}, newer than this "
+            f"version of ax-kernel-discovery reads (formats 1-{STATE_FORMAT}): it was saved by "
+            "a newer release; install that release (or newer) to continue this run"
+        )
+    if not state.get("record") and "populations" not in state:
+        raise ValueError(
+            "the saved kernel-discovery state has no 'populations' (keys: "
+            f"{sorted(state)}): it is not a state this package wrote, or it was cut short; "
+            "continuing from it would start a new population and lose every discovered "
+            "kernel. Load the run's complete JSON, or start a new strategy"
+        )
+
+
+def _saved_config(
+    config: Mapping[str, Any], state: Mapping[str, Any] | None
+) -> KernelDiscoveryConfig:
+    """A config read back with its state: an unknown setting names the version skew."""
+    from pydantic import ValidationError
+
+    try:
+        return KernelDiscoveryConfig.model_validate(dict(config))
+    except ValidationError as e:
+        unknown = [str(err["loc"][0]) for err in e.errors() if err["type"] == "extra_forbidden"]
+        unknown += re.findall(r"unknown setting '(\w+)'", str(e))
+        if state is None or not unknown:
+            raise
+        raise ValueError(
+            f"the saved kernel-discovery config has settings this version of "
+            f"ax-kernel-discovery does not know ({', '.join(unknown)}; state format "
+            f"{state.get('format', 1)}, this version writes {STATE_FORMAT}): the run was saved "
+            "by another release. Install that release to continue it, or remove those "
+            "settings from the saved JSON to continue without them"
+        ) from None
+
+
+def _describe(features: Sequence[str]) -> str:
+    """A parameter list in a few words (``x0..x4, 5 parameters``)."""
+    if len(features) <= 4:
+        return ", ".join(features) or "none"
+    return f"{features[0]}..{features[-1]}, {len(features)} parameters"
+
+
 def _llm_failure(rejections: list[Rejection]) -> str:
     """Why an LLM round gave nothing, in one line: the call's error, else the rejections."""
     for rejection in rejections:
@@ -1079,6 +1186,7 @@ def _llm_failure(rejections: list[Rejection]) -> str:
 
 
 __all__ = [
+    "STATE_FORMAT",
     "KernelDiscoverySurrogate",
     "ProposerFactory",
     "RoundRecord",
