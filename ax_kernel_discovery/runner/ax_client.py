@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS, get_method
@@ -16,6 +17,7 @@ __all__ = [
     "load_client",
     "method_options",
     "new_client",
+    "restore_full_precision",
     "split_generator_run",
     "trial_values",
 ]
@@ -142,6 +144,42 @@ def split_generator_run(gr: Any) -> list[Any]:
             )
         )
     return parts
+
+
+def restore_full_precision(client: Any, rounds: Sequence[Mapping[str, Any]]) -> int:
+    """Give a reloaded experiment its observations back at full precision.
+
+    Ax's JSON storage writes observed means with 10 decimals; a run resumed from its
+    checkpoint would fit its next model on rounded values and part from the run that
+    never stopped. The result file keeps every value at full precision (its rounds'
+    ``values``): they replace the stored ones (Ax's ``attach_data`` replaces an arm's
+    observation of a metric). Only values that the checkpoint rounds to are replaced.
+
+    Returns:
+        How many observations were replaced.
+    """
+    from ax.core.data import Data
+
+    experiment = client._experiment
+    exact = {
+        int(t): float(v)
+        for r in rounds
+        for t, v in zip(r.get("trials", []), r.get("values") or [], strict=False)
+        if v is not None and math.isfinite(float(v))
+    }
+    df = experiment.lookup_data().df
+    if not len(df) or not exact:
+        return 0
+    df = df.copy()
+    rows = (df["metric_name"] == METRIC) & df["trial_index"].isin(list(exact))
+    full = df.loc[rows, "trial_index"].map(exact)
+    close = (full - df.loc[rows, "mean"]).abs() <= 1e-9 * (1 + full.abs())
+    keep = close[close].index
+    if not len(keep):
+        return 0
+    df.loc[keep, "mean"] = full[keep]
+    experiment.attach_data(Data(df=df.loc[keep]))
+    return len(keep)
 
 
 def trial_values(client: Any) -> tuple[list[float | None], list[str]]:
