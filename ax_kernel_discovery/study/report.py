@@ -48,6 +48,7 @@ from ax_kernel_discovery.study.diagnostics import (
     search_diagnostics,
     selection_diagnostics,
 )
+from ax_kernel_discovery.study.holdout import holdout_markdown, holdout_summary
 from ax_kernel_discovery.study.markdown import study_markdown
 from ax_kernel_discovery.study.protocol import STUDY, StudyProtocol
 from ax_kernel_discovery.study.statistics import (
@@ -409,6 +410,25 @@ def write_study_report(
     except ValueError:
         shown = results_dir
     text = study_markdown(summary, results, protocol, shown, markdown, curves)
+    holdout = results_dir.parent / "holdout"
+    if holdout.is_dir():  # the hold-out study comes first; this study follows as the earlier one
+        held = holdout_summary(holdout)
+        (holdout / "summary.json").write_text(json.dumps(held, indent=1, default=float) + "\n")
+        try:
+            where = holdout.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            where = holdout
+        head, sep, rest = text.partition("## Protocol")
+        text = "\n".join(
+            [
+                head.rstrip(),
+                "",
+                *holdout_markdown(held, where),
+                "## The earlier study (seeds 0-4; the defaults before the hold-out study)",
+                "",
+                "### Protocol" + rest if sep else rest,
+            ]
+        )
     markdown.parent.mkdir(parents=True, exist_ok=True)
     markdown.write_text(text)
     return markdown
