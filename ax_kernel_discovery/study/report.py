@@ -195,6 +195,16 @@ def long_budget_summary(
     return out
 
 
+def _variant_named(
+    kd_config: Mapping[str, Any] | None, variants: Mapping[str, Sequence[dict[str, Any]]]
+) -> str:
+    """The study variant whose runs had ``kd_config`` (``kd``: the study's default then)."""
+    for name, runs in variants.items():
+        if runs and all(r["config"].get("kd_config") == kd_config for r in runs):
+            return name
+    return "kd" if not kd_config else "kd with " + json.dumps(kd_config, sort_keys=True)
+
+
 def _values_on_seeds(variant: Mapping[int, float], kd: Mapping[int, float]) -> dict[str, Any]:
     """A variant's mean ± SE best value, and the default kd's mean on the same seeds."""
     seeds = sorted(variant)
@@ -397,6 +407,8 @@ def write_study_report(
         summary["long"] = long_budget_summary(load_results(results_dir / LONG_FOLDER))
     except FileNotFoundError:
         summary["long"] = {}
+    for entry in summary["long"].values():  # named by what it ran, not "kd"
+        entry["ran"] = _variant_named(entry["kd_config"], variants)
     (results_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
 
     markdown = Path(markdown)
