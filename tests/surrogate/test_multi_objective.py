@@ -6,30 +6,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 from ax.api import Client
-from ax.api.configs import RangeParameterConfig
 
 from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
+from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)
 
 DIM = 3
-TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
 
 
 def _client() -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(DIM)
-        ]
-    )
-    client.configure_optimization("-a, -b")  # minimize both
     config = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5}
-    client.set_generation_strategy(
-        kernel_discovery_generation_strategy(config, num_sobol=4, **TINY)
-    )
-    return client
+    strategy = kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
+    return unit_box_client(DIM, strategy, objective="-a, -b")  # minimize both
 
 
 def _complete(client: Client, trials: dict[int, dict[str, float]], a: float, b: float) -> None:
