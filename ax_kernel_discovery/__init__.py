@@ -38,6 +38,7 @@ from ax_kernel_discovery.library import (  # noqa: E402
     model_config_for,
     save_kernels,
 )
+from ax_kernel_discovery.log import use_ax_handler  # noqa: E402
 from ax_kernel_discovery.population import Population, start_candidates  # noqa: E402
 from ax_kernel_discovery.selection import lbo_crps, loo_crps  # noqa: E402
 from ax_kernel_discovery.storage import register_storage  # noqa: E402
@@ -50,6 +51,7 @@ from ax_kernel_discovery.strategy import (  # noqa: E402
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
 
 register_storage()
+use_ax_handler()  # kd's log lines beside Ax's, quieted by set_ax_logger_levels
 logging.disable(_disabled)
 del _disabled
 
