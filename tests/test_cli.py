@@ -494,3 +494,40 @@ def test_study_outside_a_clone_needs_out(
     (tmp_path / "benchmarks" / "results" / "study").mkdir(parents=True)  # a clone's root
     assert main(["study", "--report", "r.md"]) == EXIT_USER_ERROR
     assert "no complete result JSON" in capsys.readouterr().err  # the default folder is read
+
+
+@pytest.mark.parametrize("method", ["kd", "compositional"])
+@pytest.mark.parametrize("kd_config", [None, {"population_size": 6, "criterion": "loo_crps"}])
+def test_the_identity_holds_the_config_the_surrogate_runs_with(
+    method: str, kd_config: dict | None, tmp_path: Path
+) -> None:
+    from ax_kernel_discovery.baselines.methods import get_method
+    from ax_kernel_discovery.runner import make_run_config, method_options
+    from ax_kernel_discovery.strategy import surrogate_of
+
+    cfg = make_run_config(
+        problem="rover60", method=method, seed=3, kd_config=kd_config, out=str(tmp_path)
+    )
+    built = surrogate_of(get_method(cfg.method, **method_options(cfg))).config
+    assert cfg.resolved_kd_config() == built.model_dump(mode="json")
+    assert cfg.identity()["kd_config"]["seed"] == 3
+
+
+def test_the_committed_study_is_found_and_a_setting_named_as_auto_resolves_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery.runner import UserInputError, make_run_config
+    from ax_kernel_discovery.study.protocol import study_configs
+
+    out = str(tmp_path)
+    named = {"tie_break": "cost", "criterion": "prequential"}  # what "auto" resolves to
+    _finished(
+        make_run_config(problem="rover60", method="kd", budget=30, out=out, kd_config=named), 30
+    )
+    make_run_config(problem="rover60", method="kd", budget=30, out=out)  # the same run
+    with pytest.raises(UserInputError, match='kd_config.tie_break: "cost" -> "none"'):
+        make_run_config(
+            problem="rover60", method="kd", budget=30, out=out, kd_config={"criterion": "lbo_crps"}
+        )
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert len(study_configs()) == 120  # the committed study's files: no refusal

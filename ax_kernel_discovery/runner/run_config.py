@@ -217,6 +217,14 @@ def _comparable_kd_config(method: str, config: Mapping[str, Any] | None) -> dict
     if config is None:
         return None
     out = {k: v for k, v in config.items() if k not in EXECUTION_FIELDS}
+    # "auto" settings as the config resolves them: tie_break="auto" is "cost" under the
+    # prequential criterion, so a run that named "cost" is the same run
+    known = {k: v for k, v in config.items() if k in KernelDiscoveryConfig.model_fields}
+    resolved = KernelDiscoveryConfig.model_construct(**known)
+    if "tie_break" in out:
+        out["tie_break"] = resolved.resolved_tie_break()
+    if "proposal_format" in out:
+        out["proposal_format"] = resolved.resolved_proposal_format()
     if method != "cake" and out.get("proposer") not in ("llm", "direct"):
         for key in _LLM_ENV_FIELDS:
             out.pop(key, None)
