@@ -615,5 +615,5 @@ def unknown_field_message(name: str) -> str:
     return (
         f"unknown setting {name!r} of KernelDiscoveryConfig"
         + (f": {hint}" if hint else "")
-        + " (the settings: README's Configuration table, or KernelDiscoveryConfig.model_fields)"
+        + " (the settings: docs/configuration.md, or KernelDiscoveryConfig.model_fields)"
     )

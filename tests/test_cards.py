@@ -168,3 +168,51 @@ def test_the_cards_say_when_they_do_not_apply() -> None:
         generation_strategy=kd._generation_strategy
     )
     assert reason is not None and "No round of kernel discovery has run yet" in reason
+
+
+def test_loading_a_run_needs_the_import_and_the_readme_says_so(
+    saved_run: tuple[Path, dict[int, float]],
+) -> None:
+    """Ax has no plug-in hook: without the import its decoder does not know kd's types."""
+    import subprocess
+    import sys
+
+    path, _ = saved_run
+    load = f"from ax.api import Client; Client.load_from_json_file({str(path)!r}); print('ok')"
+    root = Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    bare = subprocess.run(
+        [sys.executable, "-c", load], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert bare.returncode != 0
+    assert "KernelDiscoverySurrogate" in bare.stderr and "not registered" in bare.stderr
+    imported = subprocess.run(
+        [sys.executable, "-c", "import ax_kernel_discovery; " + load],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert imported.returncode == 0 and imported.stdout.strip().endswith("ok"), imported.stderr
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "after `import ax_kernel_discovery`" in readme and "is not registered" in readme
+
+
+def test_the_example_draws_the_scores_card_as_a_png(
+    saved_run: tuple[Path, dict[int, float]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/analysis_cards.py (what made docs/img/kd_scores.png), on the saved run."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "analysis_cards", root / "examples" / "analysis_cards.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    png = tmp_path / "scores.png"
+    example.main(["--run", str(saved_run[0]), "--png", str(png)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    out = capsys.readouterr().out
+    assert "== Kernel discovery: the kernel chosen each round" in out
