@@ -14,7 +14,10 @@ The only environment variables read by the package are documented here and read 
 from __future__ import annotations
 
 import difflib
+import json
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -26,11 +29,14 @@ from ax_kernel_discovery.devices import (
     resolve_device,
 )
 from ax_kernel_discovery.library_format import library_entries
+from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.selection import Criterion
 
 __all__ = [
+    "ConfigSource",
     "DeviceUnavailableError",
     "KernelDiscoveryConfig",
+    "as_config",
     "check_device",
     "check_device_name",
     "resolve_device",
@@ -99,8 +105,8 @@ class KernelDiscoveryConfig(BaseModel):
     keep_kernels: tuple[str, ...] = Field(
         ("RBF", "Matern52"),
         description="Members never dropped by a strike or by truncation (names of start "
-        "kernels; names not in the population are ignored): the plain kernels stay "
-        "choosable. () lets every member go, as in the paper.",
+        "kernels: the start set's RBF, Matern52, RQ, BOCK, SL or those of start_kernels): the "
+        "plain kernels stay choosable. () lets every member go, as in the paper.",
     )
     mixture_top_k: int = Field(
         1,
@@ -476,6 +482,50 @@ class KernelDiscoveryConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _population_has_a_choice(self) -> KernelDiscoveryConfig:
+        if self.population_size == 1:
+            raise ValueError(
+                "population_size=1 leaves nothing to choose from: kernel discovery chooses "
+                "each round among the members it keeps. Set population_size >= 2 (default "
+                "10), or for BO with one kernel use fixed_kernel_generation_strategy "
+                "(--method fixed --kernel FILE:NAME)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _halving_keeps_fewer_than_a_round(self) -> KernelDiscoveryConfig:
+        """A ``halving_keep`` that keeps every kernel of a round never halves. The default
+        (3) is exempt: it must stay valid for the smallest populations."""
+        most = self.population_size + self.proposals_per_round
+        default = type(self).model_fields["halving_keep"].default
+        if self.selection != "full" and self.halving_keep > default and self.halving_keep >= most:
+            raise ValueError(
+                f"halving_keep={self.halving_keep} keeps every kernel of a round "
+                f"(population_size {self.population_size} + proposals_per_round "
+                f"{self.proposals_per_round} = {most}), so selection={self.selection!r} "
+                f"would never halve: set halving_keep below {most} (default {default}), or "
+                "selection='full' to refit every kernel each round"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _kept_kernels_are_start_kernels(self) -> KernelDiscoveryConfig:
+        known = [c.name for c in start_candidates()]
+        known += [str(e.get("name")) for e in self.start_kernels or []]
+        unknown = [k for k in self.keep_kernels if k not in known]
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+                close = close or [k for k in known if k.lower() == name.lower()]
+                hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ValueError(
+                f"keep_kernels names {', '.join(hints)}, not a start kernel: the names are "
+                f"{', '.join(known)}; keep_kernels=() keeps none"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _top_k_scores_points(self) -> KernelDiscoveryConfig:
         if self.criterion in ("lbo_crps", "prequential") and self.score_top_k is not None:
             raise ValueError(
@@ -558,6 +608,45 @@ class KernelDiscoveryConfig(BaseModel):
         return resolve_device(self.device)
 
 
+#: What settings may be given as: a config, a dict of its fields, or a JSON file of them.
+ConfigSource = KernelDiscoveryConfig | Mapping[str, Any] | str | os.PathLike[str] | None
+
+
+def as_config(source: ConfigSource) -> KernelDiscoveryConfig:
+    """Settings from a :class:`KernelDiscoveryConfig`, a dict of its fields, or the path
+    of a JSON file holding an object of its fields (``None``: the defaults).
+
+    Example:
+        >>> as_config({"population_size": 8}).population_size
+        8
+
+    Raises:
+        FileNotFoundError: A path that is not a file.
+        ValueError: A file that does not hold a JSON object, or a bad setting (pydantic's
+            ``ValidationError``, which names the field).
+    """
+    if source is None:
+        return KernelDiscoveryConfig()
+    if isinstance(source, KernelDiscoveryConfig):
+        return source
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        how = (
+            "settings are a KernelDiscoveryConfig, a dict of its fields, or the path of a "
+            'JSON file holding them, e.g. {"population_size": 8}'
+        )
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {str(path)!r} ({how})")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: not a JSON file ({e}); {how}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object; {how}")
+        return KernelDiscoveryConfig.model_validate(data)
+    return KernelDiscoveryConfig.model_validate(dict(source))
+
+
 def unknown_field_message(name: str) -> str:
     """ "unknown setting 'x'" with the closest :class:`KernelDiscoveryConfig` field names."""
     close = difflib.get_close_matches(name, list(KernelDiscoveryConfig.model_fields), n=3)
@@ -565,5 +654,5 @@ def unknown_field_message(name: str) -> str:
     return (
         f"unknown setting {name!r} of KernelDiscoveryConfig"
         + (f": {hint}" if hint else "")
-        + " (the settings: README's Configuration table, or KernelDiscoveryConfig.model_fields)"
+        + " (the settings: docs/configuration.md, or KernelDiscoveryConfig.model_fields)"
     )

@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -64,3 +65,15 @@ def benchmark_script() -> Callable[[str], ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture
+def kd_caplog(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` that sees the package's records: like Ax's, they go to Ax's stream
+    handler and not on to the root logger, where ``caplog`` listens."""
+    logger = logging.getLogger("ax_kernel_discovery")
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)

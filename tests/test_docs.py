@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from ax_kernel_discovery.settings_table import TABLE_END, TABLE_START, settings_table
+from ax_kernel_discovery.settings_table import TABLE_END, TABLE_FILE, TABLE_START, settings_table
+from ax_kernel_discovery.study.holdout import (
+    README_END,
+    README_START,
+    holdout_summary,
+    readme_table,
+)
 
 torch.set_num_threads(1)
 
@@ -92,12 +98,12 @@ def test_the_readme_example_is_the_first_snippet_and_needs_nothing_else() -> Non
     assert first.marker is None
 
 
-def test_readme_settings_table_is_generated_from_the_config() -> None:
-    text = (ROOT / "README.md").read_text()
+def test_the_settings_table_is_generated_from_the_config() -> None:
+    text = (ROOT / TABLE_FILE).read_text()
     start, end = text.index(TABLE_START), text.index(TABLE_END)
     assert text[start + len(TABLE_START) + 1 : end] == settings_table(), (
-        "README.md's settings table is out of date: run `python -m "
-        "ax_kernel_discovery.settings_table` and commit README.md"
+        f"{TABLE_FILE}'s settings table is out of date: run `python -m "
+        f"ax_kernel_discovery.settings_table` and commit {TABLE_FILE}"
     )
 
 
@@ -117,3 +123,39 @@ def test_no_formatter_damage_in_snippets() -> None:
         if re.search(r"[\[(]\n\s+-?\w+\n\s*[\])]", s.code)
     ]
     assert damaged == []
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    """The two commands, what kd does, the example, then how well it works; the long
+    explanations live in docs/, and no stale quality numbers stay behind."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 170
+    order = [
+        "nox -s demo",
+        "**What it does.**",
+        "## A first run",
+        "def my_function",
+        "## How well it works",
+        README_START,
+        "## What it did: kd's cards in Ax's analyses",
+    ]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    section = text.split("## How well it works", 1)[1].split("\n## ", 1)[0]
+    outside = section.split(README_START)[0] + section.split(README_END)[1]
+    assert not re.search(r"\d\.\d", outside), "quality numbers belong to the generated table"
+    assert "docs/img/kd_scores.png" in text and (ROOT / "docs" / "img" / "kd_scores.png").is_file()
+    for moved in ("docs/configuration.md", "docs/install.md", "docs/api.md", "docs/concepts.md"):
+        assert f"]({moved}" in text and (ROOT / moved).is_file()
+
+
+def test_the_readme_result_table_is_generated_from_the_run_files() -> None:
+    """Issue 31 item 5: the README's numbers come from the hold-out study's run files
+    (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites them)."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    expected = readme_table(holdout_summary(ROOT / "benchmarks" / "results" / "holdout"))
+    assert table == expected.strip(), (
+        "README.md's result table is out of date: run `python -m "
+        "ax_kernel_discovery.study.holdout README.md` and commit README.md"
+    )

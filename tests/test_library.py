@@ -323,7 +323,9 @@ def test_cli_export_and_run_fixed(
     library = tmp_path / "kernels.json"
     assert main(["export", str(discovery_run["path"]), "--top", "2", "--out", str(library)]) == 0
     kernels = load_kernels(library, validate=False)
-    assert len(kernels) == 2 and f"--kernel {library}:{kernels[0].name}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert len(kernels) == 2 and f"--kernel {library}:{kernels[0].name}" in printed
+    assert all(f"  {k.formula}\n" in printed for k in kernels)  # as the file holds them
     name = kernels[0].name
     out = tmp_path / "results"
     argv = ["run", "--problem", "branin100", "--method", "fixed", "--kernel", f"{library}:{name}"]
@@ -345,3 +347,27 @@ def test_cli_export_and_run_fixed(
     assert main([*base, "--method", "rbf", "--kernel", str(library)]) == EXIT_USER_ERROR
     assert "--kernel goes with --method fixed" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "missing.json")]) == EXIT_USER_ERROR
+
+
+def test_a_huge_file_is_refused_by_its_size_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery import KernelDiscoveryConfig
+    from ax_kernel_discovery.library_format import get_kernel
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:  # a sparse 200 MB file: nothing is written to disk
+        f.truncate(200 * 2**20)
+
+    def no_reading(self: Path, *args: object, **kwargs: object) -> str:
+        raise AssertionError(f"{self} was read")
+
+    monkeypatch.setattr(Path, "read_text", no_reading)
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    message = r"huge.json: 200 MB is too large for a kernel library \(at most 16 MB"
+    with pytest.raises(KernelLibraryError, match=message):
+        load_kernels(huge)
+    with pytest.raises(KernelLibraryError, match=message):
+        get_kernel(f"{huge}:k")
+    with pytest.raises(ValueError, match=message):
+        KernelDiscoveryConfig(start_kernels=str(huge))

@@ -105,6 +105,15 @@ def test_inf_and_nan_are_kept_out_with_a_warning_naming_the_trial() -> None:
     assert any(m.startswith("trial 1: 'f' is inf; kept out of the model") for m in messages)
     assert any(m.startswith("trial 2: 'f' is NaN; kept out of the model") for m in messages)
     assert surrogate_of(client).history[-1].n == 2  # the two finite observations
+    # once per trial: the next ask (a new transform, Ax builds one per fit) is quiet about
+    # trials 1 and 2 and names only the new one
+    for index in trials:
+        client.complete_trial(index, raw_data={"f": math.nan})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        client.get_next_trials(max_trials=1)
+    again = [str(w.message) for w in caught if w.category is NonFiniteObjectiveWarning]
+    assert sorted(m.split(":")[0] for m in again) == sorted(f"trial {i}" for i in trials)
 
 
 def test_builders_check_the_device_and_the_llm_first(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,14 @@ from typing import Any
 
 from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS, get_method
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
+from ax_kernel_discovery.runner.run_config import (
+    KD_METHODS,
+    METRIC,
+    RunConfig,
+    UserInputError,
+    identity_of_settings,
+    setting_differences,
+)
 from ax_kernel_discovery.strategy import AcquisitionOptions
 
 __all__ = [
@@ -93,21 +100,17 @@ def load_client(cfg: RunConfig) -> Any | None:
         ) from None
     stored = client._experiment.description
     try:
-        stored_identity = json.loads(stored) if stored else None
+        recorded = json.loads(stored) if stored else None
     except json.JSONDecodeError:
-        stored_identity = None
-    if stored_identity is not None and stored_identity != json.loads(
-        json.dumps(cfg.identity(), sort_keys=True, default=str)
-    ):
-        diff = sorted(
-            k
-            for k in set(stored_identity) | set(cfg.identity())
-            if stored_identity.get(k) != cfg.identity().get(k)
-        )
-        raise UserInputError(
-            f"checkpoint {path} was made with other settings ({', '.join(diff)} differ); "
-            "use another --out folder or delete the checkpoint to start over"
-        )
+        recorded = None
+    if isinstance(recorded, dict):
+        differ = setting_differences(identity_of_settings(recorded), cfg.identity())
+        if differ:
+            raise UserInputError(
+                f"checkpoint {path} was made with other settings ({'; '.join(differ)}; as: "
+                "checkpoint -> now): use another --out folder for these settings, or delete "
+                "the checkpoint to start over"
+            )
     return client
 
 
