@@ -60,7 +60,7 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     assert all(v is not None for v in r["values"])
     assert r["best_so_far"] == list(np.maximum.accumulate(r["values"]))  # rover: maximize
     assert r["best_value"] == max(r["values"]) == r["values"][r["best_trial"]]
-    assert [x["q"] for x in r["rounds"]] == [20, 5, 5]
+    assert [x["q"] for x in r["rounds"]] == [1, 19, 5, 5]  # Ax's centre, then Sobol
     assert [x["kind"] for x in r["rounds"]] == ["init", "bo", "bo"]
     # the default's guard round hands the first BO round to Ax's default model
     first, second = r["chosen_kernels"]
@@ -129,7 +129,8 @@ def test_finished_run_is_skipped_or_extended(
     )
     assert longer["n_evaluations"] == 35 and longer["values"][:30] == again["values"]
     assert longer["sessions"][-1]["n_start"] == 30 and [r["q"] for r in longer["rounds"]] == [
-        20,
+        1,
+        19,
         5,
         5,
         5,
