@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -159,3 +160,45 @@ def test_the_readme_result_table_is_generated_from_the_run_files() -> None:
         "README.md's result table is out of date: run `python -m "
         "ax_kernel_discovery.study.holdout README.md` and commit README.md"
     )
+
+
+def _generated_text(benchmark_script: Any) -> str:
+    """What the project's generators print: the study report and the benchmark tables the
+    docs quote (``benchmarks/acqf_twins.py``, ``benchmarks/llm_study_tables.py``)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        benchmark_script("acqf_twins").main([])
+        benchmark_script("llm_study_tables").main([])
+    return out.getvalue() + (ROOT / "docs" / "results.md").read_text()
+
+
+def test_quoted_study_numbers_come_from_a_generated_table(benchmark_script: Any) -> None:
+    """Issue 31 item 5: a study number quoted in README.md or docs/ by hand (a W/T/L count,
+    a t-interval, a p-value) must be one a generator prints from the committed run files
+    (to the digits quoted), so that a stale number fails here."""
+    generated = _generated_text(benchmark_script)
+    counts = set(re.findall(r"(?<![\d/.])\d+/\d+/\d+(?![\d/])", generated))
+    values = [float(x) for x in re.findall(r"-?\d+\.\d+", generated)]
+
+    def printed(quoted: str) -> bool:
+        digits = len(quoted.split(".")[1])
+        return any(round(v, digits) == float(quoted) for v in values)
+
+    stale: list[str] = []
+    for path in DOCS:
+        if path.name == "results.md":  # generated itself
+            continue
+        text = path.read_text()
+        where = str(path.relative_to(ROOT))
+        stale += [
+            f"{where}: {c}"
+            for c in re.findall(r"(?<![\d/.])\d+/\d+/\d+(?![\d/])", text)
+            if c not in counts
+        ]
+        quoted = [x for pair in re.findall(r"\[(-?\d+\.\d+), (-?\d+\.\d+)\]", text) for x in pair]
+        quoted += re.findall(r"\bp ?= ?(0\.\d+)", text)
+        stale += [f"{where}: {q}" for q in quoted if not printed(q)]
+    assert not stale, f"numbers no generator prints (stale?): {stale}"
