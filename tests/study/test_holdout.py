@@ -52,19 +52,20 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -
     for p in PROBLEMS:
         for s in TUNING_SEEDS:
             _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)  # sd of ax_default ~ 0.30
-            # "steady": ahead on every problem by 0.03; "bold": far ahead on three, behind on one
+            # "steady": ahead on both tuning problems by 0.03; "bold": far ahead on rover100,
+            # behind on svm (and far ahead on the problems the rule does not look at)
             _write(tuning / "steady", p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.03), {})
             gap = -0.02 if p == "svm" else 0.5
             _write(tuning / "bold", p, "kd", s, _better(p, 1.0 + 0.1 * s, gap), {"x": 1})
-            if p in ("rover100", "svm") and s < 5:  # screened, then dropped: not eligible
+            if p == "rover100" or s < 5:  # svm on half the seeds only: not eligible
                 _write(tuning / "dropped", p, "kd", s, _better(p, 1.0 + 0.1 * s, 9.0), {"y": 2})
     tuning_summary = holdout_summary(tmp_path)["tuning"]
     steady, bold = tuning_summary["variants"]["steady"], tuning_summary["variants"]["bold"]
-    assert steady["ahead_on"] == 4 and bold["ahead_on"] == 3
+    assert steady["ahead_on"] == 2 and bold["ahead_on"] == 1
     assert bold["mean_z"] > steady["mean_z"] > 0  # bold's mean z is larger, but it is behind once
     assert tuning_summary["ranked"] == ["steady", "bold"]
     assert tuning_summary["chosen"] == "steady"
-    assert tuning_summary["variants"]["dropped"]["complete_on"] == []
+    assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
     svm = steady["problems"]["svm"]
     assert (svm["wins"], svm["ties"], svm["losses"]) == (10, 0, 0)
     assert svm["mean_diff"] == pytest.approx(0.03)
