@@ -22,6 +22,8 @@ from types import ModuleType
 import pytest
 import torch
 
+from ax_kernel_discovery.proposers.base import Proposer
+
 torch.set_num_threads(1)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -77,3 +79,30 @@ def kd_caplog(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFix
         yield caplog
     finally:
         logger.removeHandler(caplog.handler)
+
+
+class RecordingProposer(Proposer):
+    """The offline operator, recording which round each call was for and from which
+    thread (``overlap_proposals`` asks from a worker thread during the acquisition)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
+
+        self.inner = OfflineEvolutionProposer(seed=1)
+        self.calls: list[tuple[int, str]] = []
+        self.criteria: set[str] = set()
+
+    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
+        import threading
+
+        self.calls.append((round_index, threading.current_thread().name))
+        self.criteria |= {m.criterion for m in members}
+        return self.inner.propose(members, dim, num_proposals, round_index)
+
+
+@pytest.fixture
+def recording_proposer() -> RecordingProposer:
+    """A :class:`RecordingProposer` to put in a surrogate (``surrogate._proposer``)."""
+    return RecordingProposer()
