@@ -130,7 +130,7 @@ def test_the_readme_is_read_in_five_minutes() -> None:
     """The two commands, what kd does, the example, then how well it works; the long
     explanations live in docs/, and no stale quality numbers stay behind."""
     text = (ROOT / "README.md").read_text()
-    assert len(text.splitlines()) <= 170
+    assert len(text.splitlines()) <= 210  # with the generated result table and the two examples
     order = [
         "nox -s demo",
         "**What it does.**",
