@@ -61,7 +61,7 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     assert r["best_so_far"] == list(np.maximum.accumulate(r["values"]))  # rover: maximize
     assert r["best_value"] == max(r["values"]) == r["values"][r["best_trial"]]
     assert [x["q"] for x in r["rounds"]] == [1, 19, 5, 5]  # Ax's centre, then Sobol
-    assert [x["kind"] for x in r["rounds"]] == ["init", "bo", "bo"]
+    assert [x["kind"] for x in r["rounds"]] == ["init", "init", "bo", "bo"]
     # the default's guard round hands the first BO round to Ax's default model
     first, second = r["chosen_kernels"]
     assert (first["chosen"], first["formula"], first["score"]) == ("AxDefault", None, None)
