@@ -44,6 +44,7 @@ from ax_kernel_discovery.study.statistics import paired_comparison
 __all__ = [
     "README_END",
     "README_START",
+    "DECISION_VARIANTS",
     "TUNING_PROBLEMS",
     "holdout_markdown",
     "holdout_summary",
@@ -61,6 +62,9 @@ TARGET_SIGN_P = 0.05
 
 #: The problems the rule decides on (the protocol's amendment 1: rover100 and svm).
 TUNING_PROBLEMS: tuple[str, ...] = ("rover100", "svm")
+
+#: The variants the rule chose among (amendment 2); later variants are reported only.
+DECISION_VARIANTS: tuple[str, ...] = ("preq_fixed", "hedge3")
 
 
 def _bests(runs: Sequence[Mapping[str, Any]], problem: str, method: str) -> dict[int, float]:
@@ -115,7 +119,11 @@ def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
             "mean_z": float(np.mean(zs)) if zs else None,
             "kd_config": runs[0]["config"].get("kd_config"),
         }
-    eligible = [v for v, s in variants.items() if set(s["complete_on"]) >= set(TUNING_PROBLEMS)]
+    eligible = [
+        v
+        for v, s in variants.items()
+        if v in DECISION_VARIANTS and set(s["complete_on"]) >= set(TUNING_PROBLEMS)
+    ]
     ranked = sorted(
         eligible,
         key=lambda v: (-variants[v]["ahead_on"], -(variants[v]["mean_z"] or -math.inf), v),
@@ -281,6 +289,12 @@ def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT)
             f"{v['ahead_on']}; mean z {format_value(v['mean_z']) if v['mean_z'] is not None else '–'}."
         )
     chosen = tuning["chosen"]
+    later = [v for v in tuning["variants"] if v not in DECISION_VARIANTS]
+    if later:
+        parts.append("")
+        parts.append(
+            f"Reported only (amendment 2: they did not enter the decision): {', '.join(later)}."
+        )
     parts.append("")
     parts.append(
         f"By the rule: **{chosen}** (ranking: {', '.join(tuning['ranked'])})."

@@ -47,7 +47,12 @@ def _better(problem: str, value: float, by: float) -> float:
     return value + by if PROBLEMS[problem] == "maximize" else value - by
 
 
-def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -> None:
+def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery.study import holdout
+
+    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("steady", "bold", "dropped"))
     tuning = tmp_path / "tuning"
     for p in PROBLEMS:
         for s in TUNING_SEEDS:
@@ -66,6 +71,8 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -
     assert tuning_summary["ranked"] == ["steady", "bold"]
     assert tuning_summary["chosen"] == "steady"
     assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
+    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("bold",))  # amendment 2's kind of list
+    assert holdout_summary(tmp_path)["tuning"]["chosen"] == "bold"
     svm = steady["problems"]["svm"]
     assert (svm["wins"], svm["ties"], svm["losses"]) == (10, 0, 0)
     assert svm["mean_diff"] == pytest.approx(0.03)
