@@ -36,7 +36,8 @@ from ax_kernel_discovery import (
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+from ax_kernel_discovery.surrogate.core import STATE_FORMAT
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")
 # SQLAlchemy 2 on Ax's own column type (Ax's code, harmless)
@@ -230,10 +231,13 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     from_json = Client.load_from_json_file(str(json_path))
     assert_same_state(live, find_surrogate(from_sql))
     assert_same_state(find_surrogate(from_json), find_surrogate(from_sql))
-    # kd's acquisition function (registered with Ax's storage) comes back with the node
+    # kd's acquisition (registered with Ax's storage) comes back with the node, and the
+    # acquisition function stays Ax's choice for the experiment (none fixed by kd)
     for reloaded in (from_sql, from_json):
         node = reloaded._generation_strategy._nodes[-1]
-        assert node.generator_specs[0].generator_kwargs["botorch_acqf_class"] is NewRowsqLogNEI
+        kwargs = node.generator_specs[0].generator_kwargs
+        assert kwargs["acquisition_class"] is KernelDiscoveryAcquisition
+        assert kwargs["botorch_acqf_class"] is None
 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)
@@ -257,7 +261,14 @@ def test_the_full_state_is_written_once_per_file(straight: Client, tmp_path: Pat
     ]
     assert len(records) == ROUNDS
     assert all(
-        r["state"] == {"round_index": ROUNDS, "objective_weights": {"f": -1.0}, "record": True}
+        r["state"]
+        == {
+            "format": STATE_FORMAT,
+            "round_index": ROUNDS,
+            "objective_weights": {"f": -1.0},
+            "objective_matrix": [{"f": -1.0}],
+            "record": True,
+        }
         for r in records
     )
     loaded = Client.load_from_json_file(str(path))
