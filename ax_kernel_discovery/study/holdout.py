@@ -126,7 +126,13 @@ def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     ]
     ranked = sorted(
         eligible,
-        key=lambda v: (-variants[v]["ahead_on"], -(variants[v]["mean_z"] or -math.inf), v),
+        # the protocol's tie rule: the simpler (fewer settings changed from preq_fixed)
+        key=lambda v: (
+            -variants[v]["ahead_on"],
+            -(variants[v]["mean_z"] or -math.inf),
+            len(variants[v]["kd_config"] or {}),
+            v,
+        ),
     )
     return {"variants": variants, "ranked": ranked, "chosen": ranked[0] if ranked else None}
 

@@ -118,3 +118,21 @@ def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
     table = readme_table(holdout_summary(tmp_path))
     assert "not complete yet: no claim is made" in table
     assert "| svm | not run yet |" in table
+
+
+def test_a_tie_in_the_rule_goes_to_the_simpler_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery.study import holdout
+
+    # "a_two" sorts first by name but changes two settings; "z_none" changes none
+    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("a_two", "z_none"))
+    tuning = tmp_path / "tuning"
+    for p in ("rover100", "svm"):
+        for s in TUNING_SEEDS:
+            _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)
+            for name, kd in (("a_two", {"x": 1, "y": 2}), ("z_none", {})):
+                _write(tuning / name, p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.05), kd)
+    summary = holdout_summary(tmp_path)["tuning"]
+    assert summary["variants"]["a_two"]["mean_z"] == summary["variants"]["z_none"]["mean_z"]
+    assert summary["chosen"] == "z_none"
