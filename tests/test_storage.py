@@ -197,14 +197,14 @@ def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path)
 
 
 def assert_same_state(a: KernelDiscoverySurrogate, b: KernelDiscoverySurrogate) -> None:
-    assert b.round_index == a.round_index
+    assert b.state.round_index == a.state.round_index
     assert b.config == a.config
     assert population_of(b) == population_of(a)
     assert [m.formula for m in b.population] == [m.formula for m in a.population]
     assert [r.model_dump() for r in b.history] == [r.model_dump() for r in a.history]
-    assert b.outcome_states.keys() == a.outcome_states.keys()
-    for outcome, state in a.outcome_states.items():
-        loaded = b.outcome_states[outcome]
+    assert b.state.outcomes.keys() == a.state.outcomes.keys()
+    for outcome, state in a.state.outcomes.items():
+        loaded = b.state.outcomes[outcome]
         assert loaded.last_choice == state.last_choice
         assert loaded.warm.keys() == state.warm.keys()
         for key, params in state.warm.items():
@@ -221,7 +221,7 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     for _ in range(2):
         run_batch(client, Q)
     live = find_surrogate(client)
-    kept = live.outcome_states["f"]
+    kept = live.state.outcomes["f"]
     assert kept.warm and kept.last_choice, "nothing to carry over"
 
     json_path = tmp_path / "run.json"
@@ -238,7 +238,7 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)
     continued = find_surrogate(from_sql)
-    assert continued.round_index == 3
+    assert continued.state.round_index == 3
     assert_same_rounds(find_surrogate(straight).history[:3], continued.history)
     again = find_surrogate(Client.load_from_database("kd_storage", storage_config=storage_config))
     assert_same_state(continued, again)

@@ -73,7 +73,7 @@ def run_one_round(
         kd_records = [h for h in surrogate.history if h.round >= history_before]
     if kd_records:
         objective = [
-            h for h in kd_records if surrogate.objective_weights.get(h.outcome)
+            h for h in kd_records if surrogate.state.objective_weights.get(h.outcome)
         ] or kd_records
         main = objective[-1]
         record["chosen"], record["chosen_formula"], record["chosen_score"] = (

@@ -43,7 +43,7 @@ def _run(
     """Four rounds; after each, the saved state (which completes a background round)."""
     config = KernelDiscoveryConfig(background_fits=mode, **{**SETTINGS, **(fields or {})})  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config, **kwargs)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     states = []
     for n in SIZES:
         s.fit([_data(n)], DIGEST)
@@ -81,8 +81,8 @@ def test_rounds_fitted_in_the_background_equal_rounds_fitted_in_process(
         assert rec.timings["background_fits"] > 0
     for rec in off.history:
         assert "background_fits" not in rec.timings
-    warm_off = off.outcome_states["f"].warm
-    warm_on = on.outcome_states["f"].warm
+    warm_off = off.state.outcomes["f"].warm
+    warm_on = on.state.outcomes["f"].warm
     assert warm_on.keys() == warm_off.keys()
     for name, params in warm_off.items():
         assert all(torch.equal(warm_on[name][k], v) for k, v in params.items()), name
@@ -135,7 +135,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
     that was never interrupted."""
     config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     states = []
     for i, n in enumerate(SIZES):
         s.fit([_data(n)], DIGEST)
@@ -170,7 +170,7 @@ def test_close_ends_the_worker_of_the_background_fits() -> None:
     fitted) nor its thread stayed for the life of the process."""
     worker.shutdown_shared_pools()  # the pool below is the one this surrogate starts
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(background_fits="on", **SETTINGS))  # type: ignore[arg-type]
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     s.fit([_data(14)], DIGEST)
     pool = worker._SHARED[1]
     assert pool.alive
