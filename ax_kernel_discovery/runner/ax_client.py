@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any
 
-from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS, get_method
+from ax_kernel_discovery.baselines.compositional import COMPOSITIONAL_DEFAULTS
+from ax_kernel_discovery.baselines.methods import get_method
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
 from ax_kernel_discovery.strategy import AcquisitionOptions

@@ -183,7 +183,7 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
     # the kernel-discovery state came back from the checkpoint: its history continues
     from ax.api import Client
 
-    from ax_kernel_discovery.baselines import surrogate_of
+    from ax_kernel_discovery.strategy import surrogate_of
 
     surrogate = surrogate_of(
         Client.load_from_json_file(str(cfg.checkpoint_path))._generation_strategy
