@@ -140,7 +140,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
     for i, n in enumerate(SIZES):
         s.fit([_data(n)], DIGEST)
         if i == 2:
-            future = s._pending["f"].future
+            future = s.background.pending["f"].future
             assert future is not None
             real = future.result
             interrupted: list[bool] = []
@@ -159,7 +159,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
             future.result = result  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 s.finish_background()
-            assert "f" in s._pending  # still to be completed
+            assert "f" in s.background.pending  # still to be completed
         states.append(s.state_dict_json())
     s.close()
     _same_rounds(states, in_process[1])

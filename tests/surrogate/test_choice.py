@@ -14,6 +14,7 @@ import math
 import pytest
 import torch
 from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models import SingleTaskGP
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.kernels import RBFKernel
@@ -24,6 +25,7 @@ from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.selection import num_hyperparameters
 from ax_kernel_discovery.surrogate.choice import GUARD_NAME
+from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import RoundContext
 
@@ -201,10 +203,10 @@ def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
     assert losses_["SL"] < losses_["RBF"] and order[:2] == ["RBF", "SL"]
     early = s.chooser.choice_before_fits(ctx)
     assert early is not None and early.ranked == order  # known before the fits
-    models = {k: (None, None, 0.0) for k in order}
-    assert s.chooser.select(models, ctx).names == ["RBF"]  # type: ignore[arg-type]
+    models = {k: FittedKernel(None, ModelConfig(), 0.0) for k in order}
+    assert s.chooser.select(models, ctx).names == ["RBF"]
     del models["RBF"]  # its fit failed: the next in the order
-    assert s.chooser.select(models, ctx).names == ["SL"]  # type: ignore[arg-type]
+    assert s.chooser.select(models, ctx).names == ["SL"]
     pop.get("RBF").heldout = held(0.5, jitter=0.05)  # now clearly worse
     order, _ = s.chooser.choice_order(ctx)
     assert order[:2] == ["SL", "RBF"]
@@ -221,7 +223,7 @@ def test_the_cost_tie_break_compares_structure_then_hyperparameters() -> None:
     _round(s, X, y)
     fitted = s.fitter.fit_and_score(pop["RQ"], _context(s, X, y), members=list(pop.values()))
     assert fitted is not None  # the count is the fitted model's
-    assert cost["RQ"][1] == num_hyperparameters(fitted[0].covar_module)
+    assert cost["RQ"][1] == num_hyperparameters(fitted.model.covar_module)  # type: ignore[union-attr]
 
 
 def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatch) -> None:  # noqa: ANN001
@@ -236,10 +238,13 @@ def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatc
 
     scores = {"RBF": 0.100, "Matern52": 0.101, "RQ": 0.102, "BOCK": 0.5, "SL": 0.6}
     sizes = {"RBF": 50, "Matern52": 50, "RQ": 2, "BOCK": 50, "SL": 50}
-    models = {k: (_Fake(sizes[k]), type("C", (), {"name": k})(), v) for k, v in scores.items()}
+    models = {
+        k: FittedKernel(_Fake(sizes[k]), ModelConfig(name=k), v)  # type: ignore[arg-type]
+        for k, v in scores.items()
+    }
     monkeypatch.setattr(s.fitter, "fit_all", lambda *a, **k: dict(models))
     model, _ = _round(s, X, y)
-    assert s.history[-1].chosen == "RQ" and model is models["RQ"][0]
+    assert s.history[-1].chosen == "RQ" and model is models["RQ"].model
     assert "RQ" in s.population and len(s.population) == 2
     assert s.population.names == ["RBF", "RQ"]
 
