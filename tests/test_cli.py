@@ -251,7 +251,7 @@ def test_setups_that_cannot_work_fail_before_the_first_evaluation(
         (
             ["--method", "kd", "--kd-config", '{"populaton_size": 5}'],
             "unknown setting 'populaton_size' of KernelDiscoveryConfig: did you mean "
-            "'population_size'?",
+            "'population_size'",
         ),
     ]
     for extra, message in cases:

@@ -127,7 +127,7 @@ def test_a_kernel_travels_to_a_second_experiment_and_seeds_a_third(
     assert isinstance(fitted, DiscoveredKernel) and fitted.candidate.name == kernel.name
     assert fitted.candidate.spec == kernel.spec and fitted.candidate.code == kernel.code
     bo_trial = client._experiment.trials[6]
-    assert bo_trial.generator_runs[0]._generation_node_name.endswith(f"Fixed-{kernel.name}")
+    assert bo_trial.generator_runs[0]._generator_key == f"Fixed-{kernel.name}"  # Ax's MBM node
     client.save_to_json_file(str(tmp_path / "fixed.json"))  # Ax's storage keeps it
     reloaded = Client.load_from_json_file(str(tmp_path / "fixed.json"))
     assert len(reloaded._experiment.trials) == 7

@@ -25,8 +25,11 @@ import pytest
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
+from ax.storage.json_store.decoder import object_from_json
+from ax.storage.json_store.encoder import object_to_json
 from ax.utils.common.logger import set_ax_logger_levels
 from ax.utils.common.random import with_rng_seed
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
@@ -37,6 +40,7 @@ from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.state import STATE_FORMAT
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")
 # SQLAlchemy 2 on Ax's own column type (Ax's code, harmless)
@@ -230,10 +234,15 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     from_json = Client.load_from_json_file(str(json_path))
     assert_same_state(live, find_surrogate(from_sql))
     assert_same_state(find_surrogate(from_json), find_surrogate(from_sql))
-    # kd's acquisition function (registered with Ax's storage) comes back with the node
+    # the BO node names no acquisition function (Ax chooses one for the experiment), and
+    # the reloaded surrogate computes Ax's qLogNEI with kd's NewRowsqLogNEI again
     for reloaded in (from_sql, from_json):
         node = reloaded._generation_strategy._nodes[-1]
-        assert node.generator_specs[0].generator_kwargs["botorch_acqf_class"] is NewRowsqLogNEI
+        assert node.generator_specs[0].generator_kwargs["botorch_acqf_class"] is None
+        chosen = find_surrogate(reloaded).acqf_class_for(qLogNoisyExpectedImprovement)
+        assert chosen is NewRowsqLogNEI
+    # and kd's acquisition function class itself is registered with Ax's storage
+    assert object_from_json(object_to_json(NewRowsqLogNEI)) is NewRowsqLogNEI
 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)
@@ -256,10 +265,14 @@ def test_the_full_state_is_written_once_per_file(straight: Client, tmp_path: Pat
         if "surrogate" in (gr.get("generator_kwargs") or {})
     ]
     assert len(records) == ROUNDS
-    assert all(
-        r["state"] == {"round_index": ROUNDS, "objective_weights": {"f": -1.0}, "record": True}
-        for r in records
-    )
+    record = {
+        "format": STATE_FORMAT,
+        "round_index": ROUNDS,
+        "objective_weights": {"f": -1.0},
+        "objective_matrix": [{"f": -1.0}],
+        "record": True,
+    }
+    assert all(r["state"] == record for r in records)
     loaded = Client.load_from_json_file(str(path))
     assert_same_state(find_surrogate(straight), find_surrogate(loaded))
 

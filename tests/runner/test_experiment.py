@@ -60,12 +60,13 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     assert all(v is not None for v in r["values"])
     assert r["best_so_far"] == list(np.maximum.accumulate(r["values"]))  # rover: maximize
     assert r["best_value"] == max(r["values"]) == r["values"][r["best_trial"]]
-    assert [x["q"] for x in r["rounds"]] == [20, 5, 5]
-    assert [x["kind"] for x in r["rounds"]] == ["init", "bo", "bo"]
+    # Ax's initialization: the centre of the box, then Sobol, then two BO batches
+    assert [x["q"] for x in r["rounds"]] == [1, 19, 5, 5]
+    assert [x["kind"] for x in r["rounds"]] == ["init", "init", "bo", "bo"]
     # the default's guard round hands the first BO round to Ax's default model
     first, second = r["chosen_kernels"]
     assert (first["chosen"], first["formula"], first["score"]) == ("AxDefault", None, None)
-    assert second["chosen"] in r["rounds"][2]["population"] and second["formula"]
+    assert second["chosen"] in r["rounds"][3]["population"] and second["formula"]
     assert set(r["timings"]["mean_per_bo_round"]) == {
         "fit",
         "propose",
@@ -129,7 +130,8 @@ def test_finished_run_is_skipped_or_extended(
     )
     assert longer["n_evaluations"] == 35 and longer["values"][:30] == again["values"]
     assert longer["sessions"][-1]["n_start"] == 30 and [r["q"] for r in longer["rounds"]] == [
-        20,
+        1,
+        19,
         5,
         5,
         5,
@@ -178,7 +180,7 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
         (0, 25, False),
         (25, 30, True),
     ]
-    assert [r["q"] for r in done["rounds"]] == [20, 5, 5]
+    assert [r["q"] for r in done["rounds"]] == [1, 19, 5, 5]
     assert len(done["chosen_kernels"]) == 2
     # the kernel-discovery state came back from the checkpoint: its history continues
     from ax.api import Client
