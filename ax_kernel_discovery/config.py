@@ -22,8 +22,10 @@ are the defaults of the ``llm_model`` and ``llm_api_base`` fields:
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -627,20 +629,27 @@ class KernelDiscoveryConfig(BaseModel):
 
     @classmethod
     def coerce(
-        cls, config: KernelDiscoveryConfig | Mapping[str, Any] | None = None
+        cls, config: KernelDiscoveryConfig | Mapping[str, Any] | str | os.PathLike[str] | None
     ) -> KernelDiscoveryConfig:
         """A config from any of its forms: a config (returned as it is), a mapping of its
-        fields, flat or by section (a dict, a JSON file's or a saved run's), or ``None``
-        (the defaults).
+        fields, flat or by section (a dict, a saved run's config), the path of a JSON file
+        holding such an object, or ``None`` (the defaults).
 
         Example:
             >>> KernelDiscoveryConfig.coerce({"population_size": 8}).population_size
             8
+
+        Raises:
+            FileNotFoundError: A path that is not a file.
+            ValueError: A file that does not hold a JSON object, or a bad setting
+                (pydantic's ``ValidationError``, which names the field).
         """
         if config is None:
             return cls()
         if isinstance(config, cls):
             return config
+        if isinstance(config, str | os.PathLike):
+            return cls.model_validate(_json_object(Path(config)))
         return cls.model_validate(dict(config))
 
     def section(self, name: str) -> dict[str, Any]:
@@ -700,3 +709,20 @@ def _flatten_sections(data: dict[Any, Any]) -> dict[Any, Any]:
                 raise ValueError(f"{field!r} is given twice (flat and in section {name!r})")
             flat[field] = value
     return flat
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (:meth:`KernelDiscoveryConfig.coerce`)."""
+    how = (
+        "settings are a KernelDiscoveryConfig, a dict of its fields, or the path of a "
+        'JSON file holding them, e.g. {"population_size": 8}'
+    )
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r} ({how})")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a JSON file ({e}); {how}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object; {how}")
+    return data

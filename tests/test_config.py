@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -105,3 +107,16 @@ def test_coerce_takes_every_form_of_a_config() -> None:
     assert KernelDiscoveryConfig.coerce({"population": {"population_size": 8}}) == config
     with pytest.raises(ValidationError, match="unknown setting 'populaton_size'"):
         KernelDiscoveryConfig.coerce({"populaton_size": 8})
+
+
+def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
+    path = tmp_path / "kd.json"
+    path.write_text('{"population_size": 8, "fitting": {"fit_maxiter": 20}}')
+    config = KernelDiscoveryConfig.coerce(path)
+    assert config == KernelDiscoveryConfig.coerce(str(path))
+    assert (config.population_size, config.fit_maxiter) == (8, 20)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        KernelDiscoveryConfig.coerce(tmp_path / "missing.json")
+    path.write_text("[8]")
+    with pytest.raises(ValueError, match="holds a JSON list, not an object"):
+        KernelDiscoveryConfig.coerce(path)
