@@ -7,6 +7,7 @@ Public API::
         kernel_discovery_generation_strategy, loo_crps,
         surrogate_of, sobol_step, botorch_step,             # your own strategy
         export_kernels, save_kernels, load_kernels,          # kernel libraries
+        kernel_discovery_analyses, KernelDiscoveryAnalysis,  # Ax analysis cards
         fixed_kernel_generation_strategy, model_config_for,
     )
 """
@@ -28,6 +29,7 @@ if "ax" not in sys.modules:
 
 from ax_kernel_discovery._version import __version__ as __version__  # noqa: E402
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection  # noqa: E402
+from ax_kernel_discovery.cards import KernelDiscoveryAnalysis, kernel_discovery_analyses  # noqa: E402
 from ax_kernel_discovery.config import KernelDiscoveryConfig  # noqa: E402
 from ax_kernel_discovery.library import (  # noqa: E402
     KernelLibraryError,
@@ -38,6 +40,7 @@ from ax_kernel_discovery.library import (  # noqa: E402
     model_config_for,
     save_kernels,
 )
+from ax_kernel_discovery.log import use_ax_handler  # noqa: E402
 from ax_kernel_discovery.population import Population, start_candidates  # noqa: E402
 from ax_kernel_discovery.selection import lbo_crps, loo_crps  # noqa: E402
 from ax_kernel_discovery.storage import register_storage  # noqa: E402
@@ -51,12 +54,14 @@ from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate  # noqa:
 from ax_kernel_discovery.surrogate.round_record import RoundRecord  # noqa: E402
 
 register_storage()
+use_ax_handler()  # kd's log lines beside Ax's, quieted by set_ax_logger_levels
 logging.disable(_disabled)
 del _disabled
 
 
 __all__ = [
     "KernelCandidate",
+    "KernelDiscoveryAnalysis",
     "KernelDiscoveryConfig",
     "KernelDiscoverySurrogate",
     "KernelLibraryError",
@@ -67,6 +72,7 @@ __all__ = [
     "botorch_step",
     "export_kernels",
     "fixed_kernel_generation_strategy",
+    "kernel_discovery_analyses",
     "kernel_discovery_generation_strategy",
     "load_kernels",
     "lbo_crps",

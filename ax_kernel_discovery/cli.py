@@ -186,7 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
         "not finished, or regenerate its report",
     )
     st.add_argument(
-        "--out", default="benchmarks/results/study", help="study folder (default: the repo's)"
+        "--out",
+        default=None,
+        help="study folder (default: benchmarks/results/study, the committed study of a "
+        "clone, when run from the clone's root)",
     )
     st.add_argument("--workers", type=int, default=1, help="parallel runs (default 1)")
     st.add_argument("--problems", type=_csv, default=None, help="only these of the protocol's")
@@ -274,14 +277,69 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _console(stderr: bool = False) -> Any:
+    """A rich console that prints text as it is (no markup: kernel formulas hold
+    ``[u = tanh(...)]``, which rich would take for a style and drop)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+
+
+def _check_kd_options(args: argparse.Namespace, methods: Sequence[str]) -> None:
+    """``--kd-config`` / ``--llm`` configure kernel discovery: refused when no method
+    takes them, a note when only some do.
+
+    Raises:
+        UserInputError: None of ``methods`` takes them.
+    """
+    from ax_kernel_discovery.runner import KD_METHODS, UserInputError
+
+    given = [
+        flag
+        for flag, value in (("--kd-config", args.kd_config), ("--llm", args.llm))
+        if value is not None
+    ]
+    if not given:
+        return
+    names = [m.strip().lower() for m in methods]
+    others = [m for m in names if m not in KD_METHODS]
+    flags = " and ".join(given)
+    if len(others) == len(names):
+        one = len(names) == 1
+        raise UserInputError(
+            f"{flags} configure{'s' if len(given) == 1 else ''} kernel discovery (methods "
+            f"{', '.join(KD_METHODS)}); method{'' if one else 's'} {', '.join(others)} "
+            f"take{'s' if one else ''} none: drop {flags}, or run --method kd"
+        )
+    if others:
+        _console(stderr=True).print(
+            f"note: {flags} apply to {', '.join(m for m in names if m in KD_METHODS)} only; "
+            f"{', '.join(others)} ignore{'s' if len(others) == 1 else ''} "
+            f"{'it' if len(given) == 1 else 'them'}"
+        )
+
+
+def _warn_unused_discovery(cfgs: Sequence[Any], who: Sequence[str]) -> bool:
+    """Print a warning for each run that would never use a discovered kernel (``who``
+    names it); whether there was one."""
+    warned = False
+    for cfg, name in zip(cfgs, who, strict=True):
+        note = cfg.unused_discovery_note()
+        if note:
+            _console(stderr=True).print(f"warning: {name}: {note}")
+            warned = True
+    return warned
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.runner import UserInputError, make_run_config, run_experiment
+    from ax_kernel_discovery.runner import (
+        UserInputError,
+        check_before_evaluations,
+        finished_result,
+        make_run_config,
+        run_experiment,
+    )
 
+    _check_kd_options(args, [args.method])
     settings = _settings(args)
     if args.kernel is not None:
         from ax_kernel_discovery.library import KernelLibraryError, get_kernel
@@ -293,15 +351,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except KernelLibraryError as e:
             raise UserInputError(str(e)) from None
     cfg = make_run_config(problem=args.problem, method=args.method, seed=args.seed, **settings)
+    if finished_result(cfg.result_path, cfg.budget) is None:
+        check_before_evaluations(cfg)  # what cannot work is said first, before the warning
+    unused = _warn_unused_discovery([cfg], [cfg.run_id])
     result = run_experiment(cfg, progress=not args.no_progress, verbose=args.verbose)
     console = _console()
     if result.get("skipped"):
         console.print(
-            f"{cfg.run_id}: already complete ({result['n_evaluations']} evaluations), skipped"
+            f"{cfg.run_id}: already complete with the same settings "
+            f"({result['n_evaluations']} evaluations), skipped"
         )
+    note = "; no discovered kernel was used (see the warning above)" if unused else ""
     console.print(
         f"{cfg.run_id}: best {result['best_value']} ({result['direction']}) after "
-        f"{result['n_evaluations']} evaluations{_llm_note(result)} -> {cfg.result_path}"
+        f"{result['n_evaluations']} evaluations{_llm_note(result)}{note} -> {cfg.result_path}"
     )
     return 0
 
@@ -318,13 +381,23 @@ def _llm_note(result: dict[str, Any]) -> str:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ax_kernel_discovery.runner import UserInputError
+    from ax_kernel_discovery.runner import KD_METHODS, UserInputError, make_run_config
     from ax_kernel_discovery.runner.sweep import sweep
 
     if args.workers < 1:
         raise UserInputError(f"--workers must be >= 1, got {args.workers}")
     if args.scheduler_address and args.executor != "dask":
         raise UserInputError("--scheduler-address needs --executor dask")
+    _check_kd_options(args, args.methods)
+    settings = _settings(args)
+    kd_methods = [m for m in dict.fromkeys(args.methods) if m.strip().lower() in KD_METHODS]
+    _warn_unused_discovery(
+        [
+            make_run_config(problem=args.problems[0], method=m, seed=args.seeds[0], **settings)
+            for m in kd_methods
+        ],
+        [f"every {m} run" for m in kd_methods],
+    )
     summaries = sweep(
         args.problems,
         args.methods,
@@ -333,7 +406,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         executor=args.executor,
         scheduler_address=args.scheduler_address,
         progress=not args.no_progress,
-        **_settings(args),
+        **settings,
     )
     failed = [s for s in summaries if s["status"] != "complete"]
     console = _console()
@@ -345,9 +418,32 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_RUN_FAILED if failed else 0
 
 
+def _study_folder(out: str | None) -> str:
+    """``--out``, else the committed study folder of the clone the command runs in.
+
+    Raises:
+        UserInputError: No ``--out`` and no study folder here (not a clone's root).
+    """
+    from ax_kernel_discovery.runner import UserInputError
+    from ax_kernel_discovery.study.protocol import DEFAULT_OUT, STUDY
+
+    if out is not None:
+        return out
+    if Path(DEFAULT_OUT).is_dir():
+        return DEFAULT_OUT
+    runs = len(STUDY.problems) * len(STUDY.methods) * len(STUDY.seeds)
+    raise UserInputError(
+        f"no study folder here: the study's results live in {DEFAULT_OUT}/ of a clone of "
+        f"ax-kernel-discovery, and {Path.cwd()} is not a clone's root. Run the command from "
+        f"the clone's root, or give --out FOLDER for a study of your own (the protocol's "
+        f"{runs} runs take a few minutes each)"
+    )
+
+
 def _cmd_study(args: argparse.Namespace) -> int:
     from ax_kernel_discovery.runner import UserInputError
 
+    args.out = _study_folder(args.out)
     if args.report:
         from ax_kernel_discovery.study.report import write_study_report
 
@@ -411,7 +507,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     console = _console()
     for k in kernels:
         score = f"{k.score:.4g}" if k.score is not None else "-"
-        console.print(f"{k.name}  ({k.origin}, {k.criterion} {score})\n  {k.formula[:200]}")
+        shown = (
+            k.formula if len(k.formula) <= 400 else k.formula[:400] + " ... (in full in the file)"
+        )
+        console.print(f"{k.name}  ({k.origin}, {k.criterion} {score})\n  {shown}")
     console.print(
         f"{len(kernels)} kernel(s) written to {path}; use one with "
         f"--method fixed --kernel {path}:{kernels[0].name}"

@@ -32,9 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ax_kernel_discovery.devices import check_device_name, resolve_device
 from ax_kernel_discovery.library_format import library_entries
+from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.selection import Criterion
 
-__all__ = ["SECTIONS", "KernelDiscoveryConfig", "unknown_field_message"]
+__all__ = ["SECTIONS", "ConfigSource", "KernelDiscoveryConfig", "unknown_field_message"]
 
 #: The settings by concern, each field in one section (in the order of the fields).
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -137,8 +138,8 @@ class KernelDiscoveryConfig(BaseModel):
     keep_kernels: tuple[str, ...] = Field(
         ("RBF", "Matern52"),
         description="Members never dropped by a strike or by truncation (names of start "
-        "kernels; names not in the population are ignored): the plain kernels stay "
-        "choosable. () lets every member go, as in the paper.",
+        "kernels: the start set's RBF, Matern52, RQ, BOCK, SL or those of start_kernels): the "
+        "plain kernels stay choosable. () lets every member go, as in the paper.",
     )
     patience: int = Field(
         3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
@@ -566,6 +567,50 @@ class KernelDiscoveryConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _population_has_a_choice(self) -> KernelDiscoveryConfig:
+        if self.population_size == 1:
+            raise ValueError(
+                "population_size=1 leaves nothing to choose from: kernel discovery chooses "
+                "each round among the members it keeps. Set population_size >= 2 (default "
+                "10), or for BO with one kernel use fixed_kernel_generation_strategy "
+                "(--method fixed --kernel FILE:NAME)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _halving_keeps_fewer_than_a_round(self) -> KernelDiscoveryConfig:
+        """A ``halving_keep`` that keeps every kernel of a round never halves. The default
+        (3) is exempt: it must stay valid for the smallest populations."""
+        most = self.population_size + self.proposals_per_round
+        default = type(self).model_fields["halving_keep"].default
+        if self.selection != "full" and self.halving_keep > default and self.halving_keep >= most:
+            raise ValueError(
+                f"halving_keep={self.halving_keep} keeps every kernel of a round "
+                f"(population_size {self.population_size} + proposals_per_round "
+                f"{self.proposals_per_round} = {most}), so selection={self.selection!r} "
+                f"would never halve: set halving_keep below {most} (default {default}), or "
+                "selection='full' to refit every kernel each round"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _kept_kernels_are_start_kernels(self) -> KernelDiscoveryConfig:
+        known = [c.name for c in start_candidates()]
+        known += [str(e.get("name")) for e in self.start_kernels or []]
+        unknown = [k for k in self.keep_kernels if k not in known]
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+                close = close or [k for k in known if k.lower() == name.lower()]
+                hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ValueError(
+                f"keep_kernels names {', '.join(hints)}, not a start kernel: the names are "
+                f"{', '.join(known)}; keep_kernels=() keeps none"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _top_k_scores_points(self) -> KernelDiscoveryConfig:
         if self.criterion in ("lbo_crps", "prequential") and self.score_top_k is not None:
             raise ValueError(
@@ -628,9 +673,7 @@ class KernelDiscoveryConfig(BaseModel):
         return self
 
     @classmethod
-    def coerce(
-        cls, config: KernelDiscoveryConfig | Mapping[str, Any] | str | os.PathLike[str] | None
-    ) -> KernelDiscoveryConfig:
+    def coerce(cls, config: ConfigSource) -> KernelDiscoveryConfig:
         """A config from any of its forms: a config (returned as it is), a mapping of its
         fields, flat or by section (a dict, a saved run's config), the path of a JSON file
         holding such an object, or ``None`` (the defaults).
@@ -681,6 +724,12 @@ class KernelDiscoveryConfig(BaseModel):
         return resolve_device(self.device)
 
 
+#: What settings may be given as: a config, a dict of its fields (flat or by section),
+#: the path of a JSON file of them, or ``None`` (the defaults); see
+#: :meth:`KernelDiscoveryConfig.coerce`.
+ConfigSource = KernelDiscoveryConfig | Mapping[str, Any] | str | os.PathLike[str] | None
+
+
 def unknown_field_message(name: str) -> str:
     """ "unknown setting 'x'" with the closest :class:`KernelDiscoveryConfig` field names."""
     close = difflib.get_close_matches(name, list(KernelDiscoveryConfig.model_fields), n=3)
@@ -688,7 +737,7 @@ def unknown_field_message(name: str) -> str:
     return (
         f"unknown setting {name!r} of KernelDiscoveryConfig"
         + (f": {hint}" if hint else "")
-        + " (the settings: README's Configuration table, or KernelDiscoveryConfig.model_fields)"
+        + " (the settings: docs/configuration.md, or KernelDiscoveryConfig.model_fields)"
     )
 
 

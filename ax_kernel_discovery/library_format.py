@@ -47,6 +47,7 @@ from ax_kernel_discovery.sandbox.validate import validate_candidate
 __all__ = [
     "LIBRARY_FORMAT",
     "LIBRARY_VERSION",
+    "MAX_LIBRARY_BYTES",
     "VALIDATION_DIM",
     "KernelLibraryError",
     "LibraryKernel",
@@ -223,6 +224,11 @@ def save_kernels(kernels: Iterable[LibraryKernel | KernelCandidate], path: str |
     return path
 
 
+#: The largest library file read: anything larger is refused before it is read (the
+#: kernels of a library are formulas and short sources; 1000 exported kernels take ~1 MB).
+MAX_LIBRARY_BYTES = 16 * 2**20
+
+
 def load_kernels(
     path: str | Path, *, validate: bool = True, dim: int | None = None
 ) -> list[LibraryKernel]:
@@ -247,6 +253,14 @@ def load_kernels(
     """
     where = str(path)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_LIBRARY_BYTES:  # refused before it is read
+            raise KernelLibraryError(
+                f"{where}: {size / 2**20:.0f} MB is too large for a kernel library (at most "
+                f"{MAX_LIBRARY_BYTES // 2**20} MB; a library of 1000 exported kernels takes "
+                "about 1 MB): is it the right file? A library is written by "
+                "`ax-kernel-discovery export` or save_kernels"
+            )
         text = Path(path).read_text()
     except OSError as e:
         raise KernelLibraryError(f"{where}: cannot read the kernel library ({e})") from None

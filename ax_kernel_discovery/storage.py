@@ -2,7 +2,7 @@
 
 Called once on import of :mod:`ax_kernel_discovery`. After that,
 ``Client.save_to_json_file`` / ``load_from_json_file`` and a ``Client`` with a
-``StorageConfig`` (Ax's SQL store; ``pip install ax-kernel-discovery[sql]``) keep the
+``StorageConfig`` (Ax's SQL store, which needs SQLAlchemy: the ``[sql]`` extra) keep the
 configuration, the population, the history and what the next round needs (warm
 starts, the last choice, the proposer's dedup keys) of a
 :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`: a reloaded run continues as an
@@ -123,7 +123,8 @@ def prepare_sql_storage(url: str) -> StorageConfig:
         ``Client.load_from_database``.
 
     Raises:
-        ImportError: SQLAlchemy is missing (``pip install ax-kernel-discovery[sql]``).
+        ImportError: SQLAlchemy is missing (``pip install sqlalchemy tabulate``, or
+            ``pip install ".[sql]"`` in a clone of the package).
     """
     try:
         from ax.storage.sqa_store.db import (
@@ -133,7 +134,9 @@ def prepare_sql_storage(url: str) -> StorageConfig:
         )
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "Ax's SQL storage needs SQLAlchemy: pip install 'ax-kernel-discovery[sql]'"
+            "Ax's SQL storage needs SQLAlchemy, which is not installed: pip install "
+            "'sqlalchemy>=2.0,<3' tabulate (or, in a clone of ax-kernel-discovery, "
+            "pip install '.[sql]')"
         ) from e
     from ax.api.configs import StorageConfig
 

@@ -8,7 +8,6 @@ is one :class:`AcquisitionOptions`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ax.adapter.registry import Generators, MBM_X_trans, Y_trans
@@ -30,7 +29,7 @@ from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from pydantic import BaseModel, ConfigDict, Field
 
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.config import ConfigSource, KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.library_format import LibraryKernel, get_kernel, validate_library_kernel
 from ax_kernel_discovery.proposers.from_config import check_llm_config
@@ -479,7 +478,7 @@ def sobol_then_botorch(
 
 
 def kernel_discovery_generation_strategy(
-    config: KernelDiscoveryConfig | Mapping[str, Any] | None = None,
+    config: ConfigSource = None,
     num_sobol: int = 20,
     botorch_acqf_class: type[AcquisitionFunction] | None = None,
     num_restarts: int | None = None,
@@ -496,8 +495,8 @@ def kernel_discovery_generation_strategy(
     surrogate.
 
     Args:
-        config: Kernel-discovery settings, or a dict of them (defaults: offline operator,
-            population 10).
+        config: Kernel-discovery settings, a dict of them, or the path of a JSON file
+            holding them (defaults: offline operator, population 10).
         num_sobol: Initialization trials before BO, the centre included (paper: 20;
             see :func:`initialization_nodes`).
         botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,

@@ -30,13 +30,84 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import torch
 from gpytorch.kernels import Kernel
 from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 
-__all__ = ["ACTIVE_DIMS_TESTS", "ARD_TESTS", "CONTRACT_TESTS", "KernelContractMixin"]
+__all__ = [
+    "ACTIVE_DIMS_TESTS",
+    "ARD_TESTS",
+    "CONTRACT_TESTS",
+    "TINY_ACQUISITION",
+    "KernelContractMixin",
+    "acquisitions_built",
+    "unit_box_client",
+]
+
+
+@contextmanager
+def acquisitions_built() -> Iterator[list[Any]]:
+    """Every acquisition function Ax's ``Acquisition`` builds while the block runs.
+
+    What a BO step really used: ``type(f)`` is the class (qLogNEI, qLogNEHVI, ...), and
+    ``f.model`` the model it was built on.
+
+    Example:
+        >>> with acquisitions_built() as built:  # doctest: +SKIP
+        ...     client.get_next_trials(max_trials=2)
+        >>> {type(f).__name__ for f in built}  # doctest: +SKIP
+        {'NewRowsqLogNEI'}
+    """
+    from ax.generators.torch.botorch_modular.acquisition import Acquisition
+
+    built: list[Any] = []
+    original = Acquisition._construct_botorch_acquisition
+
+    def spy(self: Acquisition, *args: Any, **kwargs: Any) -> Any:
+        acqf = original(self, *args, **kwargs)
+        built.append(acqf)
+        return acqf
+
+    Acquisition._construct_botorch_acquisition = spy  # type: ignore[method-assign]
+    try:
+        yield built
+    finally:
+        Acquisition._construct_botorch_acquisition = original  # type: ignore[method-assign]
+
+
+#: Acquisition-optimizer settings that keep a test's BO rounds to a fraction of a second.
+TINY_ACQUISITION: dict[str, int] = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+
+
+def unit_box_client(dim: int, strategy: Any, objective: str = "-f", seed: int = 0) -> Any:
+    """An Ax ``Client`` over ``[0, 1]^dim`` (parameters ``x0``, ``x1``, ...) with
+    ``objective`` (Ax's syntax: ``"-f"``, ``"-a, -b"``) and ``strategy`` set: the
+    experiment the package's tests run a strategy on.
+
+    Example:
+        >>> from ax_kernel_discovery import kernel_discovery_generation_strategy
+        >>> client = unit_box_client(3, kernel_discovery_generation_strategy(num_sobol=4))
+        >>> sorted(client._experiment.parameters)
+        ['x0', 'x1', 'x2']
+    """
+    from ax.api import Client
+    from ax.api.configs import RangeParameterConfig
+
+    client = Client(random_seed=seed)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(dim)
+        ]
+    )
+    client.configure_optimization(objective)
+    client.set_generation_strategy(strategy)
+    return client
+
 
 #: The tests of GPyTorch's ``BaseKernelTestCase`` (GPyTorch 1.15: 13 tests).
 CONTRACT_TESTS: tuple[str, ...] = tuple(

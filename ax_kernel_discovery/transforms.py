@@ -6,7 +6,9 @@ single ``inf`` makes every standardized value NaN, Ax then drops them all and th
 fitted data``, with no word about the inf. :class:`KeepNonFiniteOut` runs first in the
 BO step's transforms (:func:`~ax_kernel_discovery.strategy.botorch_step`): it turns
 ``inf`` into "no value" (NaN, which Ax drops before fitting) and warns once per trial
-with a :class:`NonFiniteObjectiveWarning` that names the trial and the value.
+with a :class:`NonFiniteObjectiveWarning` that names the trial and the value. Ax builds
+the transform again for every fit (every ask), so the warning is remembered per
+experiment: a trial is named once per process, not on every ask.
 
 Example:
     >>> client.complete_trial(3, raw_data={"f": float("inf")})  # doctest: +SKIP
@@ -17,6 +19,8 @@ Example:
 from __future__ import annotations
 
 import warnings
+import weakref
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -59,7 +63,8 @@ class KeepNonFiniteOut(Transform):
             config=config,
         )
         if experiment_data is not None:
-            for trial, metric, value in non_finite_observations(experiment_data):
+            found = non_finite_observations(experiment_data)
+            for trial, metric, value in _not_warned_yet(adapter, found):
                 warnings.warn(
                     f"trial {trial}: {metric!r} is {value}; kept out of the model (fix the "
                     f"objective, or client.mark_trial_failed({trial}) for a failed "
@@ -81,6 +86,34 @@ class KeepNonFiniteOut(Transform):
                 if rows.any():
                     obs.loc[rows, ("mean", metric)] = np.nan
         return ExperimentData(arm_data=experiment_data.arm_data, observation_data=obs)
+
+
+#: What was warned about in this process: ``id(experiment) -> (weak reference, found)``.
+_WARNED: dict[int, tuple[Any, set[tuple[int, str, str]]]] = {}
+
+
+def _forget(key: int, _: Any) -> None:
+    _WARNED.pop(key, None)
+
+
+def _not_warned_yet(adapter: Any, found: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """The observations of ``found`` not warned about yet for the adapter's experiment
+    (all of them when the transform has no adapter), now marked as warned."""
+    experiment = getattr(adapter, "_experiment", None)
+    if experiment is None or not found:
+        return found
+    key = id(experiment)
+    ref, warned = _WARNED.get(key, (None, set()))
+    if ref is None or ref() is not experiment:  # first time, or a new object at that id
+        try:
+            ref = weakref.ref(experiment, partial(_forget, key))
+        except TypeError:  # not weakly referenceable: remember nothing
+            return found
+        warned = set()
+        _WARNED[key] = (ref, warned)
+    new = [f for f in found if f not in warned]
+    warned.update(new)
+    return new
 
 
 def non_finite_observations(experiment_data: ExperimentData) -> list[tuple[int, str, str]]:

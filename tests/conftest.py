@@ -11,15 +11,18 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
+
+from ax_kernel_discovery.proposers.base import Proposer
 
 torch.set_num_threads(1)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -64,3 +67,42 @@ def benchmark_script() -> Callable[[str], ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture
+def kd_caplog(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` that sees the package's records: like Ax's, they go to Ax's stream
+    handler and not on to the root logger, where ``caplog`` listens."""
+    logger = logging.getLogger("ax_kernel_discovery")
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+
+
+class RecordingProposer(Proposer):
+    """The offline operator, recording which round each call was for and from which
+    thread (``overlap_proposals`` asks from a worker thread during the acquisition)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
+
+        self.inner = OfflineEvolutionProposer(seed=1)
+        self.calls: list[tuple[int, str]] = []
+        self.criteria: set[str] = set()
+
+    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
+        import threading
+
+        self.calls.append((round_index, threading.current_thread().name))
+        self.criteria |= {m.criterion for m in members}
+        return self.inner.propose(members, dim, num_proposals, round_index)
+
+
+@pytest.fixture
+def recording_proposer() -> RecordingProposer:
+    """A :class:`RecordingProposer` to put in a surrogate (``surrogate.proposing.proposer``)."""
+    return RecordingProposer()

@@ -86,26 +86,14 @@ def test_report_lists_rounds_and_population() -> None:
 def test_export_kernels_of_a_client_whose_experiment_has_no_name() -> None:
     """Issue 30 item 11: every README example configures an unnamed experiment."""
     import torch
-    from ax.api import Client
-    from ax.api.configs import RangeParameterConfig
 
     from ax_kernel_discovery import export_kernels, kernel_discovery_generation_strategy
+    from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
     torch.set_num_threads(1)
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(3)
-        ]
-    )
-    client.configure_optimization("-f")
     config = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5}
-    client.set_generation_strategy(
-        kernel_discovery_generation_strategy(
-            config, num_sobol=4, num_restarts=1, raw_samples=16, maxiter=5
-        )
-    )
+    strategy = kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
+    client = unit_box_client(3, strategy)
     for _ in range(4):
         for index, params in client.get_next_trials(max_trials=3).items():
             client.complete_trial(

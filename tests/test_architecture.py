@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: What ``from ax_kernel_discovery import ...`` offers (the public API of the README).
 PUBLIC_NAMES = {
     "KernelCandidate",
+    "KernelDiscoveryAnalysis",
     "KernelDiscoveryConfig",
     "KernelDiscoverySurrogate",
     "KernelLibraryError",
@@ -34,6 +35,7 @@ PUBLIC_NAMES = {
     "botorch_step",
     "export_kernels",
     "fixed_kernel_generation_strategy",
+    "kernel_discovery_analyses",
     "kernel_discovery_generation_strategy",
     "load_kernels",
     "lbo_crps",

@@ -14,14 +14,11 @@ from __future__ import annotations
 import copy
 import functools
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import torch
 from ax.generation_strategy.generation_strategy import GenerationStrategy
-from ax.generators.torch.botorch_modular.acquisition import Acquisition
 from ax.utils.testing.core_stubs import get_offline_experiments, get_online_experiments
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
@@ -29,11 +26,18 @@ from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.baselines.methods import ax_strategy
 from ax_kernel_discovery.strategy import AcquisitionOptions, botorch_step
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.testing import acquisitions_built
 
 torch.set_num_threads(1)
 
+#: A small population whose chosen kernel drives the first BO round (no guard round).
 SMALL = KernelDiscoveryConfig(
-    population_size=2, proposals_per_round=1, fit_maxiter=5, background_fits="off", seed=0
+    population_size=2,
+    proposals_per_round=0,
+    fit_maxiter=5,
+    guard_rounds=0,
+    background_fits="off",
+    seed=0,
 )
 TINY = {"num_restarts": 1, "raw_samples": 16}
 
@@ -49,31 +53,14 @@ def _experiments(kind: str) -> list[Any]:
         return get_offline_experiments() if kind == "offline" else get_online_experiments()
 
 
-@contextmanager
-def _acquisitions() -> Iterator[list[type]]:
-    """The class of every acquisition function Ax's ``Acquisition`` builds meanwhile."""
-    built: list[type] = []
-    original = Acquisition._instantiate_acquisition
-
-    def spy(self: Acquisition) -> None:
-        original(self)
-        built.append(type(self.acqf))
-
-    Acquisition._instantiate_acquisition = spy  # type: ignore[method-assign]
-    try:
-        yield built
-    finally:
-        Acquisition._instantiate_acquisition = original  # type: ignore[method-assign]
-
-
 def _generate(experiment: Any, node: Any) -> tuple[list[type], int]:
     gs = GenerationStrategy(name="one node", nodes=[node])
     n = 2
-    with _acquisitions() as built, warnings.catch_warnings():
+    with acquisitions_built() as built, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         runs = gs.gen(experiment=experiment, n=n)
     arms = sum(len(gr.arms) for group in runs for gr in group)
-    return built, arms
+    return [type(f) for f in built], arms
 
 
 def _compare(experiment: Any) -> str | None:

@@ -238,7 +238,7 @@ def test_setups_that_cannot_work_fail_before_the_first_evaluation(
         (["--method", "kd", "--device", "cuda"], "device 'cuda' was asked for but CUDA is not"),
         (["--method", "rbf", "--device", "cuda:1"], "use --device cpu"),
         (["--method", "kd", "--llm", "gpt-4o"], "needs OPENAI_API_KEY in the environment"),
-        (["--method", "kd", "--llm", "local"], "pip install 'ax-kernel-discovery[local]'"),
+        (["--method", "kd", "--llm", "local"], "pip install 'xllamacpp==2026.10.11549'"),
         (
             ["--method", "kd", "--llm", "openai/mymodel", "--kd-config"]
             + [json.dumps({"llm_api_base": f"http://127.0.0.1:{closed}/v1"})],
@@ -343,3 +343,191 @@ def test_a_finished_llm_run_needs_no_llm(
     assert main([*sweep, "--llm", "local", "--out", str(out), "--no-progress"]) == 0
     assert main([*sweep, "--seeds", "1", "--llm", "local", "--out", str(out)]) == 2
     assert "needs xllamacpp" in capsys.readouterr().err  # seed 1 would run: checked first
+
+
+def test_formulas_print_as_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """A warped kernel's formula holds ``[u = ...]``, which rich would take for markup."""
+    from ax_kernel_discovery.cli import _console
+    from ax_kernel_discovery.expression import formula, leaf
+
+    text = formula({"op": "add", "args": [leaf("matern52", warp="kumaraswamy"), leaf("rbf")]})
+    assert "[u = " in text
+    _console().print(text)
+    assert capsys.readouterr().out == text + "\n"
+
+
+def _finished(cfg: object, n: int, resolved: bool = True) -> None:
+    """A finished result of ``cfg`` as the runner writes it (only what the checks read)."""
+    record = {
+        "status": "complete",
+        "n_evaluations": n,
+        "best_value": 1.0,
+        "direction": "maximize",
+        "config": cfg.model_dump(mode="json"),  # type: ignore[attr-defined]
+    }
+    if resolved:
+        record["resolved_kd_config"] = cfg.resolved_kd_config()  # type: ignore[attr-defined]
+    Path(cfg.result_path).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[attr-defined]
+    Path(cfg.result_path).write_text(json.dumps(record))  # type: ignore[attr-defined]
+
+
+def test_a_rerun_with_other_settings_is_refused_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's commands: a default kd run, then other --kd-config, --batch, --num-sobol."""
+    from ax_kernel_discovery.runner import make_run_config
+
+    out = tmp_path / "results"
+    run = ["run", "--problem", "rover60", "--method", "kd", "--seed", "0", "--out", str(out)]
+    first = [*run, "--budget", "40", "--batch", "5", "--num-sobol", "10", "--no-progress"]
+    _finished(make_run_config(**_run_args(first)), 40)
+    before = sorted(p.read_text() for p in out.rglob("*.json"))
+
+    cases = [
+        (
+            ["--kd-config", '{"population_size": 5, "criterion": "loo_crps"}'],
+            [
+                'kd_config.criterion: "prequential" -> "loo_crps"',
+                "kd_config.population_size: 10 -> 5",
+            ],
+        ),
+        (["--batch", "10", "--num-sobol", "20"], ["batch: 5 -> 10", "num_sobol: 10 -> 20"]),
+        (["--num-restarts", "2"], ["num_restarts: 4 -> 2"]),
+        (["--data-dir", str(tmp_path)], ['problem_options: {} -> {"data_dir":']),
+    ]
+    for extra, differences in cases:
+        assert main([*first, *extra]) == EXIT_USER_ERROR, extra
+        err = " ".join(capsys.readouterr().err.split())
+        assert (
+            f"{out / 'rover60__kd__seed0.json'} holds a run of rover60__kd__seed0 with other settings"
+            in err
+        )
+        assert all(d in err for d in differences), (extra, err)
+        assert "use another --out folder for these settings, or delete" in err
+        assert "Traceback" not in err
+    assert sorted(p.read_text() for p in out.rglob("*.json")) == before  # nothing touched
+    # the same settings: skipped, as before; a result of an earlier version too
+    assert main(first) == 0
+    assert (
+        "already complete with the same settings (40 evaluations), skipped"
+        in capsys.readouterr().out
+    )
+    _finished(make_run_config(**_run_args(first)), 40, resolved=False)
+    assert main(first) == 0 and "skipped" in capsys.readouterr().out
+
+
+def test_a_finished_smaller_run_continues_and_a_sweep_refuses_up_front(tmp_path: Path) -> None:
+    from ax_kernel_discovery.runner import UserInputError, check_run_config, make_run_config
+    from ax_kernel_discovery.runner.sweep import sweep_configs
+
+    out = str(tmp_path)
+    _finished(make_run_config(problem="rover60", method="rbf", budget=30, out=out), 30)
+    check_run_config(make_run_config(problem="rover60", method="rbf", budget=50, out=out))
+    with pytest.raises(UserInputError, match="rover60__rbf__seed0 with other settings"):
+        sweep_configs(["rover60"], ["kd", "rbf"], [0], budget=30, batch=10, out=out)
+
+
+def _run_args(argv: list[str]) -> dict[str, object]:
+    from ax_kernel_discovery.cli import _settings, build_parser
+
+    args = build_parser().parse_args(argv)
+    return {"problem": args.problem, "method": args.method, "seed": args.seed, **_settings(args)}
+
+
+def test_kd_settings_with_a_method_that_takes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = ["run", "--problem", "rover60", "--out", str(tmp_path), "--no-progress"]
+    assert main([*run, "--method", "rbf", "--kd-config", '{"population_size": 5}']) == 2
+    err = capsys.readouterr().err
+    assert "--kd-config configures kernel discovery (methods kd, compositional, cake)" in err
+    assert "method rbf takes none: drop --kd-config, or run --method kd" in err
+    assert main([*run, "--method", "sl", "--llm", "gpt-4o"]) == 2
+    assert "--llm configures kernel discovery" in capsys.readouterr().err
+    sweep = ["sweep", "--problems", "rover60", "--seeds", "0", "--out", str(tmp_path)]
+    assert main([*sweep, "--methods", "rbf,sl", "--kd-config", "{}"]) == 2
+    assert "methods rbf, sl take none" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.json"))
+
+    from ax_kernel_discovery.cli import _check_kd_options, build_parser
+
+    args = build_parser().parse_args([*sweep, "--methods", "kd,rbf", "--kd-config", "{}"])
+    _check_kd_options(args, ["kd", "rbf"])
+    assert "note: --kd-config apply to kd only; rbf ignores it" in capsys.readouterr().err
+
+
+def test_a_run_that_never_uses_a_discovered_kernel_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ax_kernel_discovery.runner import make_run_config
+
+    argv = ["run", "--problem", "rover60", "--method", "kd", "--budget", "30", "--batch", "10"]
+    argv += ["--out", str(tmp_path), "--no-progress"]
+    _finished(make_run_config(**_run_args(argv)), 30)  # finished: nothing runs
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert (
+        "warning: rover60__kd__seed0: the only BO round is a guard round (guard_rounds=1: "
+        "Ax's default model chooses the points), so no discovered kernel will be used (raise "
+        "--budget to at least 31, or set guard_rounds=0 in --kd-config)"
+    ) in " ".join(captured.err.split())
+    assert "no discovered kernel was used" in captured.out
+    assert (
+        make_run_config(problem="rover60", method="kd", budget=31, batch=10).unused_discovery_note()
+        is None
+    )
+    assert (
+        make_run_config(problem="rover60", method="rbf", budget=30).unused_discovery_note() is None
+    )
+
+
+def test_study_outside_a_clone_needs_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for argv in (["study", "--no-progress"], ["study", "--report", "r.md"]):
+        assert main(argv) == EXIT_USER_ERROR
+        err = " ".join(capsys.readouterr().err.split())
+        assert "no study folder here: the study's results live in benchmarks/results/study/" in err
+        assert "give --out FOLDER for a study of your own" in err
+    assert not list(tmp_path.iterdir())  # nothing started
+    (tmp_path / "benchmarks" / "results" / "study").mkdir(parents=True)  # a clone's root
+    assert main(["study", "--report", "r.md"]) == EXIT_USER_ERROR
+    assert "no complete result JSON" in capsys.readouterr().err  # the default folder is read
+
+
+@pytest.mark.parametrize("method", ["kd", "compositional"])
+@pytest.mark.parametrize("kd_config", [None, {"population_size": 6, "criterion": "loo_crps"}])
+def test_the_identity_holds_the_config_the_surrogate_runs_with(
+    method: str, kd_config: dict | None, tmp_path: Path
+) -> None:
+    from ax_kernel_discovery.baselines.methods import get_method
+    from ax_kernel_discovery.runner import make_run_config, method_options
+    from ax_kernel_discovery.strategy import surrogate_of
+
+    cfg = make_run_config(
+        problem="rover60", method=method, seed=3, kd_config=kd_config, out=str(tmp_path)
+    )
+    built = surrogate_of(get_method(cfg.method, **method_options(cfg))).config
+    assert cfg.resolved_kd_config() == built.model_dump(mode="json")
+    assert cfg.identity()["kd_config"]["seed"] == 3
+
+
+def test_the_committed_study_is_found_and_a_setting_named_as_auto_resolves_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery.runner import UserInputError, make_run_config
+    from ax_kernel_discovery.study.protocol import study_configs
+
+    out = str(tmp_path)
+    named = {"tie_break": "cost", "criterion": "prequential"}  # what "auto" resolves to
+    _finished(
+        make_run_config(problem="rover60", method="kd", budget=30, out=out, kd_config=named), 30
+    )
+    make_run_config(problem="rover60", method="kd", budget=30, out=out)  # the same run
+    with pytest.raises(UserInputError, match='kd_config.tie_break: "cost" -> "none"'):
+        make_run_config(
+            problem="rover60", method="kd", budget=30, out=out, kd_config={"criterion": "lbo_crps"}
+        )
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert len(study_configs()) == 120  # the committed study's files: no refusal

@@ -120,3 +120,69 @@ def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
     path.write_text("[8]")
     with pytest.raises(ValueError, match="holds a JSON list, not an object"):
         KernelDiscoveryConfig.coerce(path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"population_size": 1},
+            r"population_size=1 leaves nothing to choose.*population_size >= 2",
+        ),
+        (
+            {"halving_keep": 50},
+            r"halving_keep=50 keeps every kernel of a round \(population_size 10 \+ "
+            r"proposals_per_round 4 = 14\).*halving_keep below 14.*selection='full'",
+        ),
+        (
+            {"keep_kernels": ("Foo",)},
+            r"keep_kernels names 'Foo', not a start kernel: the names are RBF, Matern52, RQ, "
+            r"BOCK, SL; keep_kernels=\(\) keeps none",
+        ),
+        ({"keep_kernels": ("rbf",)}, r"'rbf' \(did you mean 'RBF'\?\)"),
+    ],
+)
+def test_settings_that_would_do_nothing_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        KernelDiscoveryConfig(**kwargs)
+
+
+def test_the_new_checks_keep_valid_settings_and_saved_configs() -> None:
+    # the default halving_keep (3) stays valid for the smallest population, also reloaded
+    small = KernelDiscoveryConfig(population_size=2, proposals_per_round=0)
+    assert KernelDiscoveryConfig.model_validate_json(small.model_dump_json()) == small
+    assert KernelDiscoveryConfig(halving_keep=13).halving_keep == 13  # below 10 + 4
+    assert KernelDiscoveryConfig(halving_keep=50, selection="full").halving_keep == 50
+    assert KernelDiscoveryConfig(keep_kernels=("SL", "BOCK")).keep_kernels == ("SL", "BOCK")
+    assert KernelDiscoveryConfig(keep_kernels=()).keep_kernels == ()
+
+
+def test_a_library_kernel_may_be_kept(tmp_path) -> None:
+    from ax_kernel_discovery import save_kernels, start_candidates
+    from ax_kernel_discovery.library import LibraryKernel
+
+    rq = next(c for c in start_candidates() if c.name == "RQ")
+    kernel = LibraryKernel.from_candidate(rq.model_copy(update={"name": "mine"}))
+    path = save_kernels([kernel], tmp_path / "kernels.json")
+    cfg = KernelDiscoveryConfig(start_kernels=str(path), keep_kernels=("mine", "RBF"))
+    assert cfg.keep_kernels == ("mine", "RBF")
+
+
+def test_settings_from_a_json_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kernel_discovery_generation_strategy("config.json") reads the file's fields."""
+    import json
+
+    from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"population_size": 6, "seed": 3}))
+    config = surrogate_of(kernel_discovery_generation_strategy("config.json")).config
+    assert (config.population_size, config.seed) == (6, 3)
+    with pytest.raises(FileNotFoundError, match=r"no such file: 'other.json' \(settings are"):
+        kernel_discovery_generation_strategy("other.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="list.json holds a JSON list, not an object"):
+        kernel_discovery_generation_strategy(tmp_path / "list.json")
+    (tmp_path / "bad.json").write_text(json.dumps({"populaton_size": 6}))
+    with pytest.raises(ValidationError, match="did you mean 'population_size'"):
+        kernel_discovery_generation_strategy("bad.json")

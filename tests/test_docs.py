@@ -14,11 +14,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from ax_kernel_discovery.settings_table import TABLE_END, TABLE_START, settings_table
+from ax_kernel_discovery.settings_table import TABLE_END, TABLE_FILE, TABLE_START, settings_table
+from ax_kernel_discovery.study.holdout import (
+    README_END,
+    README_START,
+    holdout_summary,
+    readme_table,
+)
 
 torch.set_num_threads(1)
 
@@ -92,12 +99,12 @@ def test_the_readme_example_is_the_first_snippet_and_needs_nothing_else() -> Non
     assert first.marker is None
 
 
-def test_readme_settings_table_is_generated_from_the_config() -> None:
-    text = (ROOT / "README.md").read_text()
+def test_the_settings_table_is_generated_from_the_config() -> None:
+    text = (ROOT / TABLE_FILE).read_text()
     start, end = text.index(TABLE_START), text.index(TABLE_END)
     assert text[start + len(TABLE_START) + 1 : end] == settings_table(), (
-        "README.md's settings table is out of date: run `python -m "
-        "ax_kernel_discovery.settings_table` and commit README.md"
+        f"{TABLE_FILE}'s settings table is out of date: run `python -m "
+        f"ax_kernel_discovery.settings_table` and commit {TABLE_FILE}"
     )
 
 
@@ -117,3 +124,81 @@ def test_no_formatter_damage_in_snippets() -> None:
         if re.search(r"[\[(]\n\s+-?\w+\n\s*[\])]", s.code)
     ]
     assert damaged == []
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    """The two commands, what kd does, the example, then how well it works; the long
+    explanations live in docs/, and no stale quality numbers stay behind."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 210  # with the generated result table and the two examples
+    order = [
+        "nox -s demo",
+        "**What it does.**",
+        "## A first run",
+        "def my_function",
+        "## How well it works",
+        README_START,
+        "## What it did: kd's cards in Ax's analyses",
+    ]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    section = text.split("## How well it works", 1)[1].split("\n## ", 1)[0]
+    outside = section.split(README_START)[0] + section.split(README_END)[1]
+    assert not re.search(r"\d\.\d", outside), "quality numbers belong to the generated table"
+    assert "docs/img/kd_scores.png" in text and (ROOT / "docs" / "img" / "kd_scores.png").is_file()
+    for moved in ("docs/configuration.md", "docs/install.md", "docs/api.md", "docs/concepts.md"):
+        assert f"]({moved}" in text and (ROOT / moved).is_file()
+
+
+def test_the_readme_result_table_is_generated_from_the_run_files() -> None:
+    """Issue 31 item 5: the README's numbers come from the hold-out study's run files
+    (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites them)."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    expected = readme_table(holdout_summary(ROOT / "benchmarks" / "results" / "holdout"))
+    assert table == expected.strip(), (
+        "README.md's result table is out of date: run `python -m "
+        "ax_kernel_discovery.study.holdout README.md` and commit README.md"
+    )
+
+
+def _generated_text(benchmark_script: Any) -> str:
+    """What the project's generators print: the study report and the benchmark tables the
+    docs quote (``benchmarks/acqf_twins.py``, ``benchmarks/llm_study_tables.py``)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        benchmark_script("acqf_twins").main([])
+        benchmark_script("llm_study_tables").main([])
+    return out.getvalue() + (ROOT / "docs" / "results.md").read_text()
+
+
+def test_quoted_study_numbers_come_from_a_generated_table(benchmark_script: Any) -> None:
+    """Issue 31 item 5: a study number quoted in README.md or docs/ by hand (a W/T/L count,
+    a t-interval, a p-value) must be one a generator prints from the committed run files
+    (to the digits quoted), so that a stale number fails here."""
+    generated = _generated_text(benchmark_script)
+    counts = set(re.findall(r"(?<![\d/.])\d+/\d+/\d+(?![\d/])", generated))
+    values = [float(x) for x in re.findall(r"-?\d+\.\d+", generated)]
+
+    def printed(quoted: str) -> bool:
+        digits = len(quoted.split(".")[1])
+        return any(round(v, digits) == float(quoted) for v in values)
+
+    stale: list[str] = []
+    for path in DOCS:
+        if path.name == "results.md":  # generated itself
+            continue
+        text = path.read_text()
+        where = str(path.relative_to(ROOT))
+        stale += [
+            f"{where}: {c}"
+            for c in re.findall(r"(?<![\d/.])\d+/\d+/\d+(?![\d/])", text)
+            if c not in counts
+        ]
+        quoted = [x for pair in re.findall(r"\[(-?\d+\.\d+), (-?\d+\.\d+)\]", text) for x in pair]
+        quoted += re.findall(r"\bp ?= ?(0\.\d+)", text)
+        stale += [f"{where}: {q}" for q in quoted if not printed(q)]
+    assert not stale, f"numbers no generator prints (stale?): {stale}"

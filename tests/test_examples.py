@@ -37,3 +37,13 @@ def test_own_function_runs_and_prints_the_guard_round(
     out = capsys.readouterr().out
     assert "round 0: n=8, chose AxDefault (score -)" in out
     assert (tmp_path / "own_function_experiment.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_multi_objective_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    runpy.run_path(str(ROOT / "examples" / "multi_objective.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "round 1 cost_a: chose" in out and "round 1 cost_b: chose" in out
+    assert "points on the Pareto front" in out

@@ -127,7 +127,8 @@ def test_a_kernel_travels_to_a_second_experiment_and_seeds_a_third(
     assert isinstance(fitted, DiscoveredKernel) and fitted.candidate.name == kernel.name
     assert fitted.candidate.spec == kernel.spec and fitted.candidate.code == kernel.code
     bo_trial = client._experiment.trials[6]
-    assert bo_trial.generator_runs[0]._generator_key == f"Fixed-{kernel.name}"  # Ax's MBM node
+    assert bo_trial.generator_runs[0]._generation_node_name == "MBM"
+    assert bo_trial.generator_runs[0]._generator_key == f"Fixed-{kernel.name}"
     client.save_to_json_file(str(tmp_path / "fixed.json"))  # Ax's storage keeps it
     reloaded = Client.load_from_json_file(str(tmp_path / "fixed.json"))
     assert len(reloaded._experiment.trials) == 7
@@ -323,7 +324,9 @@ def test_cli_export_and_run_fixed(
     library = tmp_path / "kernels.json"
     assert main(["export", str(discovery_run["path"]), "--top", "2", "--out", str(library)]) == 0
     kernels = load_kernels(library, validate=False)
-    assert len(kernels) == 2 and f"--kernel {library}:{kernels[0].name}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert len(kernels) == 2 and f"--kernel {library}:{kernels[0].name}" in printed
+    assert all(f"  {k.formula}\n" in printed for k in kernels)  # as the file holds them
     name = kernels[0].name
     out = tmp_path / "results"
     argv = ["run", "--problem", "branin100", "--method", "fixed", "--kernel", f"{library}:{name}"]
@@ -345,3 +348,27 @@ def test_cli_export_and_run_fixed(
     assert main([*base, "--method", "rbf", "--kernel", str(library)]) == EXIT_USER_ERROR
     assert "--kernel goes with --method fixed" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "missing.json")]) == EXIT_USER_ERROR
+
+
+def test_a_huge_file_is_refused_by_its_size_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery import KernelDiscoveryConfig
+    from ax_kernel_discovery.library_format import get_kernel
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:  # a sparse 200 MB file: nothing is written to disk
+        f.truncate(200 * 2**20)
+
+    def no_reading(self: Path, *args: object, **kwargs: object) -> str:
+        raise AssertionError(f"{self} was read")
+
+    monkeypatch.setattr(Path, "read_text", no_reading)
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    message = r"huge.json: 200 MB is too large for a kernel library \(at most 16 MB"
+    with pytest.raises(KernelLibraryError, match=message):
+        load_kernels(huge)
+    with pytest.raises(KernelLibraryError, match=message):
+        get_kernel(f"{huge}:k")
+    with pytest.raises(ValueError, match=message):
+        KernelDiscoveryConfig(start_kernels=str(huge))

@@ -53,3 +53,32 @@ def test_wheel_contains_the_benchmark_data(tmp_path: Path) -> None:
             assert zf.read(data + name) == (REPO / data / name).read_bytes()
         assert data + "README.md" in names
         assert "ax_kernel_discovery/benchmarks/datasets.py" in names
+
+
+def test_no_message_asks_pypi_for_this_package() -> None:
+    """The package is not on PyPI: an install hint names what PyPI has (SQLAlchemy,
+    scikit-learn, xllamacpp) or the extra installed from a clone, never
+    ``pip install 'ax-kernel-discovery[extra]'``."""
+    import re
+
+    wrong = re.compile(r"pip install -?e? ?['\"]?ax-kernel-discovery")
+    found = [
+        f"{path.relative_to(REPO)}:{i}"
+        for path in sorted((REPO / "ax_kernel_discovery").rglob("*.py"))
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if wrong.search(line)
+    ]
+    assert found == []
+
+
+def test_the_missing_sqlalchemy_message_names_what_to_install(monkeypatch) -> None:
+    import pytest
+
+    from ax_kernel_discovery.storage import prepare_sql_storage
+
+    monkeypatch.setitem(sys.modules, "ax.storage.sqa_store.db", None)  # import fails
+    with pytest.raises(ImportError) as info:
+        prepare_sql_storage("sqlite:///runs.db")
+    message = str(info.value)
+    assert "pip install 'sqlalchemy>=2.0,<3' tabulate" in message
+    assert "in a clone of ax-kernel-discovery, pip install '.[sql]'" in message

@@ -39,6 +39,7 @@ from ax_kernel_discovery import (
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
+from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import STATE_FORMAT
 
@@ -238,7 +239,9 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     # the reloaded surrogate computes Ax's qLogNEI with kd's NewRowsqLogNEI again
     for reloaded in (from_sql, from_json):
         node = reloaded._generation_strategy._nodes[-1]
-        assert node.generator_specs[0].generator_kwargs["botorch_acqf_class"] is None
+        kwargs = node.generator_specs[0].generator_kwargs
+        assert kwargs["acquisition_class"] is KernelDiscoveryAcquisition
+        assert kwargs["botorch_acqf_class"] is None
         chosen = find_surrogate(reloaded).acqf_class_for(qLogNoisyExpectedImprovement)
         assert chosen is NewRowsqLogNEI
     # and kd's acquisition function class itself is registered with Ax's storage

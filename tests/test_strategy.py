@@ -40,6 +40,7 @@ from ax_kernel_discovery.strategy import (
     sobol_then_botorch,
 )
 from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.testing import acquisitions_built, unit_box_client
 from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
 
 torch.set_num_threads(1)
@@ -104,6 +105,15 @@ def test_inf_and_nan_are_kept_out_with_a_warning_naming_the_trial() -> None:
     assert any(m.startswith("trial 1: 'f' is inf; kept out of the model") for m in messages)
     assert any(m.startswith("trial 2: 'f' is NaN; kept out of the model") for m in messages)
     assert surrogate_of(client).history[-1].n == 2  # the two finite observations
+    # once per trial: the next ask (a new transform, Ax builds one per fit) is quiet about
+    # trials 1 and 2 and names only the new one
+    for index in trials:
+        client.complete_trial(index, raw_data={"f": math.nan})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        client.get_next_trials(max_trials=1)
+    again = [str(w.message) for w in caught if w.category is NonFiniteObjectiveWarning]
+    assert sorted(m.split(":")[0] for m in again) == sorted(f"trial {i}" for i in trials)
 
 
 def test_builders_check_the_device_and_the_llm_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,39 +226,20 @@ def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhe
 
 
 def _acqf_built(client: Client, n: int = 2) -> list[type]:
-    metrics = list(client._experiment.optimization_config.metric_names)
     """The classes of the acquisition functions Ax's Acquisition builds for one ask."""
-    from ax.generators.torch.botorch_modular.acquisition import Acquisition
-
-    built: list[type] = []
-    original = Acquisition._instantiate_acquisition
-
-    def spy(self: Acquisition) -> None:
-        original(self)
-        built.append(type(self.acqf))
-
-    Acquisition._instantiate_acquisition = spy  # type: ignore[method-assign]
-    try:
+    metrics = list(client._experiment.optimization_config.metric_names)
+    with acquisitions_built() as built:
         trials = client.get_next_trials(max_trials=n)
-    finally:
-        Acquisition._instantiate_acquisition = original  # type: ignore[method-assign]
     for index, params in trials.items():
         value = _f(params)
         client.complete_trial(index, raw_data={m: value * (1 + k) for k, m in enumerate(metrics)})
-    return built
+    return [type(f) for f in built]
 
 
 def _kd_client(objective: str, config: dict[str, Any] | None = None) -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(DIM)
-        ]
-    )
-    client.configure_optimization(objective)
     kd = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 5, **(config or {})}
-    client.set_generation_strategy(kernel_discovery_generation_strategy(kd, num_sobol=4, **TINY))
+    strategy = kernel_discovery_generation_strategy(kd, num_sobol=4, **TINY)
+    client = unit_box_client(DIM, strategy, objective=objective)
     _acqf_built(client, 4)  # the initial design
     return client
 

@@ -43,7 +43,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,6 +353,41 @@ def method_info(name: str) -> MethodInfo:
     return METHODS[key]
 
 
+#: The surrogate class of each method that a :class:`KernelDiscoveryConfig` configures.
+KD_SURROGATES: dict[str, type[KernelDiscoverySurrogate]] = {
+    "kd": KernelDiscoverySurrogate,
+    "compositional": CompositionalSearchSurrogate,
+    "cake": CakeSurrogate,
+}
+
+#: What each of those methods starts from when it is given no config.
+_KD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "kd": {},
+    "compositional": COMPOSITIONAL_DEFAULTS,
+    "cake": CAKE_DEFAULTS,
+}
+
+
+def method_kd_config(
+    name: str, config: Mapping[str, Any] | None = None, seed: int = 0
+) -> KernelDiscoveryConfig | None:
+    """The settings the surrogate of method ``name`` runs with (``None``: a method
+    without a :class:`KernelDiscoveryConfig`).
+
+    ``config``'s fields over the method's defaults, seeded with ``seed`` (as the runner
+    passes them to :func:`get_method`), then the settings the method fixes itself (CAKE
+    and compositional search fix the criterion, the proposer and the strike rule).
+
+    Raises:
+        pydantic.ValidationError: A bad field of ``config``.
+    """
+    key = str(name).strip().lower()
+    if key not in KD_SURROGATES:
+        return None
+    fields = {**_KD_DEFAULTS[key], "seed": seed, **(config or {})}
+    return KD_SURROGATES[key](KernelDiscoveryConfig.model_validate(fields)).config
+
+
 def get_method(name: str, **options: Any) -> GenerationStrategy:
     """The ``GenerationStrategy`` of a benchmark method.
 
@@ -385,6 +420,7 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
 
 __all__ = [
     "FIXED_KERNELS",
+    "KD_SURROGATES",
     "METHODS",
     "SAASBO_MAX_BUDGET",
     "MethodInfo",
@@ -392,6 +428,7 @@ __all__ = [
     "ax_strategy",
     "fixed_kernel_config",
     "fixed_kernel_surrogate",
+    "method_kd_config",
     "get_method",
     "greedy_surrogate",
     "method_info",

@@ -64,7 +64,8 @@ def _require_sklearn() -> None:
         import sklearn  # noqa: F401
     except ImportError as exc:  # pragma: no cover - sklearn is in the bench extra
         raise MissingDependencyError(
-            "Lasso-DNA needs scikit-learn: pip install 'ax-kernel-discovery[bench]'"
+            "Lasso-DNA needs scikit-learn: pip install scikit-learn (or, in a clone of "
+            "ax-kernel-discovery, pip install '.[bench]')"
         ) from exc
 
 

@@ -117,7 +117,8 @@ class SVM(BenchmarkProblem):
             from sklearn.preprocessing import MinMaxScaler
         except ImportError as exc:  # pragma: no cover - sklearn is in the bench extra
             raise MissingDependencyError(
-                "SVM needs scikit-learn: pip install 'ax-kernel-discovery[bench]'"
+                "SVM needs scikit-learn: pip install scikit-learn (or, in a clone of "
+                "ax-kernel-discovery, pip install '.[bench]')"
             ) from exc
         file, is_sample = _find_data(path, data_dir)
         X, y = load_ct_slice(file)

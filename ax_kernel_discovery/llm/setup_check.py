@@ -119,7 +119,8 @@ def _check_local(model_path: str | Path | None, download: bool) -> None:
     if importlib.util.find_spec("xllamacpp") is None:
         raise LLMSetupError(
             "llm_model='local' needs xllamacpp (llama.cpp's server), which is not installed: "
-            "pip install 'ax-kernel-discovery[local]' (from a clone: pip install -e '.[local]'); "
+            "pip install 'xllamacpp==2026.10.11549' (or, in a clone of ax-kernel-discovery, "
+            "pip install '.[local]'); "
             f"nothing was downloaded. Or use an LLM server (llm_model='openai/<alias>' with "
             f"llm_api_base), {_NO_LLM}"
         )

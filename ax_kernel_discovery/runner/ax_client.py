@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ax_kernel_discovery.baselines.compositional import COMPOSITIONAL_DEFAULTS
 from ax_kernel_discovery.baselines.methods import get_method
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.runner.run_config import KD_METHODS, METRIC, RunConfig, UserInputError
+from ax_kernel_discovery.runner.run_config import (
+    KD_METHODS,
+    METRIC,
+    RunConfig,
+    UserInputError,
+    identity_of_settings,
+    setting_differences,
+)
 from ax_kernel_discovery.strategy import AcquisitionOptions
 
 __all__ = [
@@ -17,6 +25,7 @@ __all__ = [
     "load_client",
     "method_options",
     "new_client",
+    "restore_full_precision",
     "split_generator_run",
     "trial_values",
 ]
@@ -92,21 +101,17 @@ def load_client(cfg: RunConfig) -> Any | None:
         ) from None
     stored = client._experiment.description
     try:
-        stored_identity = json.loads(stored) if stored else None
+        recorded = json.loads(stored) if stored else None
     except json.JSONDecodeError:
-        stored_identity = None
-    if stored_identity is not None and stored_identity != json.loads(
-        json.dumps(cfg.identity(), sort_keys=True, default=str)
-    ):
-        diff = sorted(
-            k
-            for k in set(stored_identity) | set(cfg.identity())
-            if stored_identity.get(k) != cfg.identity().get(k)
-        )
-        raise UserInputError(
-            f"checkpoint {path} was made with other settings ({', '.join(diff)} differ); "
-            "use another --out folder or delete the checkpoint to start over"
-        )
+        recorded = None
+    if isinstance(recorded, dict):
+        differ = setting_differences(identity_of_settings(recorded), cfg.identity())
+        if differ:
+            raise UserInputError(
+                f"checkpoint {path} was made with other settings ({'; '.join(differ)}; as: "
+                "checkpoint -> now): use another --out folder for these settings, or delete "
+                "the checkpoint to start over"
+            )
     return client
 
 
@@ -143,6 +148,42 @@ def split_generator_run(gr: Any) -> list[Any]:
             )
         )
     return parts
+
+
+def restore_full_precision(client: Any, rounds: Sequence[Mapping[str, Any]]) -> int:
+    """Give a reloaded experiment its observations back at full precision.
+
+    Ax's JSON storage writes observed means with 10 decimals; a run resumed from its
+    checkpoint would fit its next model on rounded values and part from the run that
+    never stopped. The result file keeps every value at full precision (its rounds'
+    ``values``): they replace the stored ones (Ax's ``attach_data`` replaces an arm's
+    observation of a metric). Only values that the checkpoint rounds to are replaced.
+
+    Returns:
+        How many observations were replaced.
+    """
+    from ax.core.data import Data
+
+    experiment = client._experiment
+    exact = {
+        int(t): float(v)
+        for r in rounds
+        for t, v in zip(r.get("trials", []), r.get("values") or [], strict=False)
+        if v is not None and math.isfinite(float(v))
+    }
+    df = experiment.lookup_data().df
+    if not len(df) or not exact:
+        return 0
+    df = df.copy()
+    rows = (df["metric_name"] == METRIC) & df["trial_index"].isin(list(exact))
+    full = df.loc[rows, "trial_index"].map(exact)
+    close = (full - df.loc[rows, "mean"]).abs() <= 1e-9 * (1 + full.abs())
+    keep = close[close].index
+    if not len(keep):
+        return 0
+    df.loc[keep, "mean"] = full[keep]
+    experiment.attach_data(Data(df=df.loc[keep]))
+    return len(keep)
 
 
 def trial_values(client: Any) -> tuple[list[float | None], list[str]]:

@@ -15,7 +15,12 @@ from rich.text import Text
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
-from ax_kernel_discovery.runner.ax_client import load_client, new_client, trial_values
+from ax_kernel_discovery.runner.ax_client import (
+    load_client,
+    new_client,
+    restore_full_precision,
+    trial_values,
+)
 from ax_kernel_discovery.runner.environment import (
     device_info,
     package_versions,
@@ -97,6 +102,8 @@ def run_experiment(
     started = time.perf_counter()
     client = load_client(cfg)
     resumed = client is not None
+    if client is not None and previous:
+        restore_full_precision(client, previous.get("rounds", []))
     if client is None:
         client = new_client(cfg, prob)
     gs = client._generation_strategy

@@ -8,8 +8,13 @@ folder and writes
   plus each method's average rank across problems, rank 1 = best), a per-phase timing
   table in the form of the paper's Table 6 (mean seconds per BO round), the kernels the
   searching methods chose, failure counts and the settings the numbers come from;
-* ``curves_<problem>.png``: median and quartiles over seeds of the best value so far
-  against the number of evaluations, one line per method (matplotlib, Agg backend).
+* ``curves_<problem>.png``: the median over seeds of the best value so far against the
+  number of evaluations, one line per method, in a band from the 25th to the 75th
+  percentile of the seeds (matplotlib, Agg backend).
+
+Runs of one method made with different settings (budget, batch, kd config, ...) are
+never pooled: each setting gets a row of its own (:func:`split_by_settings`), and the
+report says which settings differ, between the rows too.
 
 Example:
     >>> path = write_report("results/", "report/")  # doctest: +SKIP
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ax_kernel_discovery.runner import PHASES
+from ax_kernel_discovery.runner.run_config import identity_of_result
 
 PHASE_TITLES: dict[str, str] = {
     "fit": "GP fit + selection",
@@ -39,17 +45,25 @@ PHASE_TITLES: dict[str, str] = {
 }
 
 
-def load_results(folder: str | Path, include_incomplete: bool = False) -> list[dict[str, Any]]:
-    """Result dicts from ``folder/*.json`` (checkpoints and other JSON files are ignored).
+def load_results(source: str | Path, include_incomplete: bool = False) -> list[dict[str, Any]]:
+    """Result dicts from ``source``: a folder's ``*.json`` (checkpoints and other JSON
+    files are ignored), or one result JSON.
 
     Raises:
-        FileNotFoundError: ``folder`` does not exist or holds no result JSON.
+        FileNotFoundError: ``source`` does not exist, or holds no (complete) result JSON.
     """
-    path = Path(folder)
-    if not path.is_dir():
-        raise FileNotFoundError(f"results folder {str(path)!r} does not exist")
+    path = Path(source)
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(path.glob("*.json"))
+    else:
+        raise FileNotFoundError(
+            f"results {str(path)!r} does not exist (give a folder of result JSONs, or one "
+            "result JSON)"
+        )
     results = []
-    for file in sorted(path.glob("*.json")):
+    for file in files:
         try:
             data = json.loads(file.read_text())
         except (OSError, json.JSONDecodeError):
@@ -60,10 +74,85 @@ def load_results(folder: str | Path, include_incomplete: bool = False) -> list[d
             continue
         results.append(data)
     if not results:
+        what = (
+            "is not a complete result JSON" if path.is_file() else "holds no complete result JSON"
+        )
         raise FileNotFoundError(
-            f"no complete result JSON in {str(path)!r} (expected <problem>__<method>__seed<k>.json)"
+            f"{str(path)!r} {what} (expected <problem>__<method>__seed<k>.json, written by "
+            "`ax-kernel-discovery run`)"
         )
     return results
+
+
+def run_settings(result: dict[str, Any]) -> dict[str, Any]:
+    """What a result's run was made with, beyond its problem, method and seed: the
+    budget and the run's identity (:meth:`~ax_kernel_discovery.runner.RunConfig.identity`;
+    kd config fields as ``kd_config.<field>``)."""
+    identity = identity_of_result(result) or {}
+    settings = {
+        k: v for k, v in identity.items() if k not in ("problem", "method", "seed", "kd_config")
+    }
+    kd = identity.get("kd_config")
+    if isinstance(kd, dict):  # its seed is the run's
+        settings.update({f"kd_config.{k}": v for k, v in kd.items() if k != "seed"})
+    for key in ("budget", "batch", "num_sobol"):
+        if key in result:
+            settings[key] = result[key]
+    return settings
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def split_by_settings(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Give each method's runs of different settings a row of their own.
+
+    Runs of one method whose settings (:func:`run_settings`) differ are relabelled
+    ``method [setting=value, ...]``, naming the settings that tell the groups apart, so
+    that no row pools them. Changes ``results`` in place.
+
+    Returns:
+        For each method that was split, the settings that differ between its rows.
+    """
+    by_method: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in results:
+        by_method[r["method"]].append(r)
+    split: dict[str, list[str]] = {}
+    for method, runs in by_method.items():
+        settings = [run_settings(r) for r in runs]
+        keys = sorted({k for s in settings for k in s})
+        differ = [k for k in keys if len({_text(s.get(k)) for s in settings}) > 1]
+        if not differ:
+            continue
+        split[method] = differ
+        for r, s in zip(runs, settings, strict=True):
+            shown = ", ".join(f"{k.removeprefix('kd_config.')}={_text(s.get(k))}" for k in differ)
+            r["method"] = f"{method} [{shown}]"
+    return split
+
+
+def settings_between_rows(results: Sequence[dict[str, Any]]) -> list[str]:
+    """``"setting: value (rows), value (rows)"`` for each setting that differs between
+    the rows (methods), beyond what a method's own configuration is."""
+    by_row: dict[str, dict[str, str]] = {}
+    for r in results:
+        s = run_settings(r)
+        by_row.setdefault(r["method"], {}).update(
+            {k: _text(v) for k, v in s.items() if not k.startswith("kd_config.")}
+        )
+    keys = sorted({k for s in by_row.values() for k in s})
+    lines = []
+    for key in keys:
+        values: dict[str, list[str]] = collections.defaultdict(list)
+        for row, s in by_row.items():
+            if key in s:
+                values[s[key]].append(row)
+        if len(values) > 1:
+            lines.append(
+                f"{key}: " + "; ".join(f"{v} ({', '.join(rows)})" for v, rows in values.items())
+            )
+    return lines
 
 
 @dataclass
@@ -221,10 +310,16 @@ def timing_markdown(timings: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def _curve_label(method: str, seeds: int) -> str:
+    """``kd (median of 5 seeds)``, ``kd (1 seed)``."""
+    return f"{method} (1 seed)" if seeds == 1 else f"{method} (median of {seeds} seeds)"
+
+
 def plot_curves(
     results: Sequence[dict[str, Any]], problem: str, methods: Sequence[str], path: str | Path
 ) -> Path:
-    """Median and quartiles over seeds of best-so-far vs evaluations, one line per method."""
+    """Median over seeds of best-so-far vs evaluations, one line per method, with a band
+    from the 25th to the 75th percentile of the seeds (none for one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,14 +339,25 @@ def plot_curves(
         x = np.arange(1, n + 1)
         med = np.nanmedian(Y, axis=0)
         q1, q3 = np.nanpercentile(Y, 25, axis=0), np.nanpercentile(Y, 75, axis=0)
-        (line,) = ax.plot(x, med, label=f"{m} ({len(curves)} seeds)", lw=1.6)
-        ax.fill_between(x, q1, q3, color=line.get_color(), alpha=0.18, lw=0)
+        (line,) = ax.plot(x, med, label=_curve_label(m, len(curves)), lw=1.6)
+        if len(curves) > 1:
+            ax.fill_between(x, q1, q3, color=line.get_color(), alpha=0.18, lw=0)
     sobol = runs[0].get("num_sobol") if runs else None
     if sobol:
         ax.axvline(sobol, color="grey", lw=0.8, ls=":", label="end of Sobol design")
     ax.set_xlabel("evaluations")
     ax.set_ylabel(f"best value so far ({direction})")
     ax.set_title(label)
+    ax.text(
+        0.99,
+        0.01,
+        "line: median over seeds; band: 25th-75th percentile",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        color="0.4",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -337,6 +443,35 @@ def _settings_text(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _unlike_rows_note(
+    results: Sequence[dict[str, Any]], split: dict[str, list[str]], table: RankTable
+) -> list[str]:
+    """What the reader must know before comparing the rows: runs of one method split
+    into rows by their settings, settings that differ between rows, unequal seeds."""
+    lines = []
+    for method, keys in split.items():
+        lines.append(
+            f"- **{method} ran with different settings** ({', '.join(keys)} differ): each "
+            "setting has a row of its own."
+        )
+    between = settings_between_rows(results)
+    if between:
+        lines.append(
+            "- **The rows' runs differ in settings**, so their ranks compare unlike runs: "
+            + "; ".join(between)
+            + "."
+        )
+    for p in table.problems:
+        seeds = {m: sorted(table.cells[m][p].seeds) for m in table.methods if p in table.cells[m]}
+        if len({tuple(v) for v in seeds.values()}) > 1:
+            lines.append(
+                f"- **{table.labels.get(p, p)}: the rows have different seeds**: "
+                + "; ".join(f"{m}: {', '.join(map(str, v))}" for m, v in seeds.items())
+                + "."
+            )
+    return [*lines, ""] if lines else []
+
+
 def write_report(
     results_dir: str | Path,
     out_dir: str | Path,
@@ -347,7 +482,8 @@ def write_report(
     """Write ``report.md`` and ``curves_<problem>.png`` into ``out_dir``; returns the ``.md`` path.
 
     Args:
-        results_dir: Folder with result JSONs (``<problem>__<method>__seed<k>.json``).
+        results_dir: Folder with result JSONs (``<problem>__<method>__seed<k>.json``),
+            or one result JSON.
         out_dir: Report folder (created).
         problems: Problems to show, in this column order (default: all, as found).
         methods: Methods to show, in this row order (default: all, as found).
@@ -363,7 +499,16 @@ def write_report(
             raise FileNotFoundError(
                 f"no complete results for problem(s) {unknown} in {str(results_dir)!r}"
             )
-    table = rank_table(results, problems, methods)
+    results = [r for r in results if problems is None or r["problem"] in problems]
+    if methods is not None:
+        results = [r for r in results if r["method"] in methods]
+    order = {m: i for i, m in enumerate(methods or _ordered((r["method"] for r in results), None))}
+    split = split_by_settings(results)
+    rows = sorted(
+        dict.fromkeys(r["method"] for r in results),
+        key=lambda label: order.get(label.split(" [", 1)[0], len(order)),
+    )
+    table = rank_table(results, problems, rows)
     results = [
         r for r in results if r["problem"] in table.problems and r["method"] in table.methods
     ]
@@ -379,13 +524,20 @@ def write_report(
         "(min: lower is better, max: higher is better); bold: best mean per problem. "
         "avg. rank: mean over problems of each method's rank by mean best value (1 = best).",
         "",
-        rank_table_markdown(table),
-        "",
     ]
+    parts += _unlike_rows_note(results, split, table)
+    parts += [rank_table_markdown(table), ""]
     if incomplete:
         parts += [f"({incomplete} incomplete run(s) in {results_dir} left out.)", ""]
     parts += ["## Settings", "", _settings_text(results), ""]
-    parts += ["## Learning curves", ""]
+    parts += [
+        "## Learning curves",
+        "",
+        "Each line is the median over a method's seeds of the best value found so far; the "
+        "shaded band spans the middle half of the seeds (25th to 75th percentile; none for "
+        "one seed). The dotted line marks the end of the Sobol design.",
+        "",
+    ]
     for p in table.problems:
         png = plot_curves(results, p, table.methods, out / f"curves_{p}.png")
         parts.append(f"![{table.labels.get(p, p)}]({png.name})")
@@ -431,6 +583,9 @@ __all__ = [
     "plot_curves",
     "rank_table",
     "rank_table_markdown",
+    "run_settings",
+    "settings_between_rows",
+    "split_by_settings",
     "timing_table",
     "write_report",
 ]

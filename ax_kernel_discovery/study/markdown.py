@@ -442,15 +442,16 @@ def _long_markdown(summary: Mapping[str, Any]) -> list[str]:
         return ["No finished longer-budget runs yet."]
     lines = []
     for d in long.values():
-        rt = d["round_time"]
+        rt, ran = d["round_time"], d.get("ran", "kd")
         lines += [
-            f"**{d['label']}** ({d['direction']}), budget {d['budget']}, kd config "
-            f"`{json.dumps(d['kd_config'])}`; complete seeds: kd {d['complete']['kd']}, "
+            f"**{d['label']}** ({d['direction']}), budget {d['budget']}: kd as the variant "
+            f"`{ran}` (kd config `{json.dumps(d['kd_config'])}`), not the default of later "
+            f"studies; complete seeds: {ran} {d['complete']['kd']}, "
             f"ax_default {d['complete']['ax_default']}; seconds per BO round (fit / "
-            f"acquisition): kd {_round_time_cell(rt.get('kd'))}, ax_default "
+            f"acquisition): {ran} {_round_time_cell(rt.get('kd'))}, ax_default "
             f"{_round_time_cell(rt.get('ax_default'))}",
             "",
-            "| evaluations | kd | ax_default | kd vs ax_default |",
+            f"| evaluations | {ran} | ax_default | {ran} vs ax_default |",
             "|---|---|---|---|",
         ]
         for row in d["checkpoints"]:

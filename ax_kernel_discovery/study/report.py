@@ -48,6 +48,7 @@ from ax_kernel_discovery.study.diagnostics import (
     search_diagnostics,
     selection_diagnostics,
 )
+from ax_kernel_discovery.study.holdout import holdout_markdown, holdout_summary
 from ax_kernel_discovery.study.markdown import study_markdown
 from ax_kernel_discovery.study.protocol import STUDY, StudyProtocol
 from ax_kernel_discovery.study.statistics import (
@@ -192,6 +193,16 @@ def long_budget_summary(
             },
         }
     return out
+
+
+def _variant_named(
+    kd_config: Mapping[str, Any] | None, variants: Mapping[str, Sequence[dict[str, Any]]]
+) -> str:
+    """The study variant whose runs had ``kd_config`` (``kd``: the study's default then)."""
+    for name, runs in variants.items():
+        if runs and all(r["config"].get("kd_config") == kd_config for r in runs):
+            return name
+    return "kd" if not kd_config else "kd with " + json.dumps(kd_config, sort_keys=True)
 
 
 def _values_on_seeds(variant: Mapping[int, float], kd: Mapping[int, float]) -> dict[str, Any]:
@@ -396,6 +407,8 @@ def write_study_report(
         summary["long"] = long_budget_summary(load_results(results_dir / LONG_FOLDER))
     except FileNotFoundError:
         summary["long"] = {}
+    for entry in summary["long"].values():  # named by what it ran, not "kd"
+        entry["ran"] = _variant_named(entry["kd_config"], variants)
     (results_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
 
     markdown = Path(markdown)
@@ -409,6 +422,25 @@ def write_study_report(
     except ValueError:
         shown = results_dir
     text = study_markdown(summary, results, protocol, shown, markdown, curves)
+    holdout = results_dir.parent / "holdout"
+    if holdout.is_dir():  # the hold-out study comes first; this study follows as the earlier one
+        held = holdout_summary(holdout)
+        (holdout / "summary.json").write_text(json.dumps(held, indent=1, default=float) + "\n")
+        try:
+            where = holdout.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            where = holdout
+        head, sep, rest = text.partition("## Protocol")
+        text = "\n".join(
+            [
+                head.rstrip(),
+                "",
+                *holdout_markdown(held, where),
+                "## The earlier study (seeds 0-4; the defaults before the hold-out study)",
+                "",
+                "### Protocol" + rest if sep else rest,
+            ]
+        )
     markdown.parent.mkdir(parents=True, exist_ok=True)
     markdown.write_text(text)
     return markdown

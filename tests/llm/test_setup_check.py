@@ -64,7 +64,9 @@ def test_a_server_must_accept_connections(closed_port: int, fake_openai) -> None
 def test_local_needs_xllamacpp_before_any_download(monkeypatch: pytest.MonkeyPatch) -> None:
     downloads = _xllamacpp(monkeypatch, installed=False)
     with pytest.raises(
-        LLMSetupError, match=r"needs xllamacpp.*pip install 'ax-kernel-discovery\[local\]'"
+        LLMSetupError,
+        match=r"needs xllamacpp.*pip install 'xllamacpp==2026.10.11549' \(or, in a clone of "
+        r"ax-kernel-discovery, pip install '\.\[local\]'\)",
     ):
         check_llm_setup("local")
     assert downloads == []

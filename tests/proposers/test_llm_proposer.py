@@ -440,7 +440,7 @@ def test_close_drops_an_own_client_and_keeps_a_given_one(scripted: Any) -> None:
 
 @pytest.mark.parametrize("fallback", [True, False])
 def test_a_round_without_llm_proposals_warns_once_and_is_counted(
-    fallback: bool, closed_port_url: str, caplog: pytest.LogCaptureFixture
+    fallback: bool, closed_port_url: str, kd_caplog: pytest.LogCaptureFixture
 ) -> None:
     """The surrogate logs one WARNING with the reason; llm_rounds() counts the round."""
     import logging
@@ -458,9 +458,9 @@ def test_a_round_without_llm_proposals_warns_once_and_is_counted(
     surrogate = KernelDiscoverySurrogate(config)
     population = surrogate._new_population(6)
     record = RoundRecord(round=0, outcome="f", n=10, dim=6)
-    with caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate"):
+    with kd_caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate"):
         proposal = surrogate.proposing.proposal(population, 6, "f", record, 0)
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [r for r in kd_caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     text = warnings[0].getMessage()
     assert "the LLM proposer (openai/fake) gave no usable kernel" in text

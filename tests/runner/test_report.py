@@ -143,3 +143,62 @@ def test_report_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no complete result"):
         write_report(tmp_path / "empty", tmp_path / "out")
+
+
+def test_runs_of_other_settings_get_rows_of_their_own(tmp_path: Path) -> None:
+    """Two kd configs and two budgets are never pooled; the report says what differs."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    small = {"population_size": 5, "criterion": "loo_crps"}
+    runs = []
+    for seed, kd_config, budget in [(0, None, 3), (1, None, 3), (0, small, 3), (0, None, 4)]:
+        values = [5.0, 2.0 + seed, 1.0 + seed, 1.0][:budget]
+        r = _result("a", "kd", seed, values)
+        r["config"] = {**r["config"], "problem": "a", "method": "kd", "seed": seed}
+        r["config"]["kd_config"] = kd_config
+        runs.append(r)
+    runs.append(_result("a", "rbf", 0, [5.0, 4.0, 3.0]))
+    for i, r in enumerate(runs):
+        (folder / f"run{i}.json").write_text(json.dumps(r))
+    text = write_report(folder, tmp_path / "report").read_text()
+    rank_table = text.split("| method |", 1)[1].split("\n\n", 1)[0]
+    table_rows = [ln for ln in rank_table.splitlines() if ln.startswith("| kd")]
+    assert len(table_rows) == 3, table_rows  # default (2 seeds), small config, budget 4
+    assert any("±" in ln and "population_size=10" in ln for ln in table_rows)
+    assert any("population_size=5" in ln and 'criterion="loo_crps"' in ln for ln in table_rows)
+    assert any("budget=4" in ln for ln in table_rows)
+    assert "**kd ran with different settings** (budget, kd_config.criterion" in text
+    assert "kd_config.population_size" in text
+    assert "**The rows' runs differ in settings**" in text and "budget: 3 (" in text
+    assert "**a label: the rows have different seeds**" in text
+
+
+def test_one_result_file_is_a_report(results_dir: Path, tmp_path: Path) -> None:
+    one = results_dir / "a__kd__seed0.json"
+    text = write_report(one, tmp_path / "report").read_text()
+    assert "| kd | **0.5000 (1 seed)** | 1.00 |" in text
+    with pytest.raises(FileNotFoundError, match="is not a complete result JSON"):
+        write_report(results_dir / "a__kd__seed2.json", tmp_path / "report")  # running
+
+
+def test_curves_say_what_the_line_and_the_band_are(results_dir: Path, tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from ax_kernel_discovery.runner.report import plot_curves
+
+    figures = []
+    real_close = plt.close
+    plt.close = lambda fig=None: figures.append(fig)  # keep the figure to read it
+    try:
+        results = load_results(results_dir)
+        results.append(_result("a", "solo", 0, [4.0, 3.0, 2.0]))
+        plot_curves(results, "a", ["kd", "solo"], tmp_path / "c.png")
+    finally:
+        plt.close = real_close
+    ax = figures[0].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:2] == ["kd (median of 2 seeds)", "solo (1 seed)"]
+    assert len(ax.collections) == 1  # one band: kd's; none for one seed
+    assert any("band: 25th-75th percentile" in t.get_text() for t in ax.texts)
+    text = write_report(results_dir, tmp_path / "report").read_text()
+    assert "the shaded band spans the middle half of the seeds (25th to 75th percentile" in text

@@ -179,3 +179,41 @@ def test_close_ends_the_worker_of_the_background_fits() -> None:
     assert all(w.process.poll() is not None for w in pool.workers)
     assert not any(w.thread.is_alive() for w in pool.workers)
     assert 1 not in worker._SHARED
+
+
+def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> None:
+    """Issue 30 item 13: an exception (or an interrupt) in the acquisition surfaces at once;
+    the fits whose round it was stay pending, completed when the surrogate is next read
+    (before this, the acquisition's ``finally`` waited for them first)."""
+    from concurrent.futures import Future
+
+    from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
+
+    config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
+    s = KernelDiscoverySurrogate(config)
+    s.objective_weights = {"f": -1.0}
+    for n in SIZES[:2]:
+        s.fit([_data(n)], DIGEST)
+    pending = s.background.pending["f"]
+    real = pending.future
+    assert real is not None
+
+    class NotWaitedFor(Future):  # type: ignore[type-arg]
+        def result(self, timeout: float | None = None) -> Any:
+            raise AssertionError("the acquisition's error waited for the background fits")
+
+    pending.future = NotWaitedFor()
+    acquisition = object.__new__(KernelDiscoveryAcquisition)
+    acquisition.surrogate = s
+
+    def optimize(n: int, **kwargs: Any) -> Any:
+        raise RuntimeError("the optimizer failed")
+
+    acquisition._optimize = optimize  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="the optimizer failed"):
+        acquisition.optimize(2, search_space_digest=DIGEST)
+    assert s.background.pending["f"] is pending  # not waited for, not lost
+    pending.future = real
+    s.finish_background()  # the next read completes the round
+    assert "f" not in s.background.pending and s.history[-1].timings["background_fits"] > 0
+    s.close()

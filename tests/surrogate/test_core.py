@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -180,27 +181,9 @@ def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> N
     assert len(client._experiment.trials) == 12
 
 
-class _Recording(Proposer):
-    """Offline operator that records which thread asked for which round."""
-
-    name = "recording"
-
-    def __init__(self) -> None:
-        from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-
-        self.inner = OfflineEvolutionProposer(seed=1)
-        self.calls: list[tuple[int, str]] = []
-        self.criteria: set[str] = set()
-
-    def propose(self, members, dim, num_proposals, round_index):  # type: ignore[no-untyped-def]
-        import threading
-
-        self.calls.append((round_index, threading.current_thread().name))
-        self.criteria |= {m.criterion for m in members}
-        return self.inner.propose(members, dim, num_proposals, round_index)
-
-
-def test_overlap_asks_for_next_rounds_proposals_during_acquisition(tmp_path: Path) -> None:
+def test_overlap_asks_for_next_rounds_proposals_during_acquisition(
+    tmp_path: Path, recording_proposer: Any
+) -> None:
     config = KernelDiscoveryConfig(
         population_size=5,
         proposals_per_round=2,
@@ -212,7 +195,7 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(tmp_path: Pat
         overlap_proposals=True,
     )
     client = make_client(config)
-    recorder = _Recording()
+    recorder = recording_proposer
     find_surrogate(client).proposing.proposer = recorder
     run_batch(client, 10)
     run_batch(client, 2)

@@ -14,10 +14,10 @@ import pytest
 import torch
 from ax.adapter.data_utils import ExperimentData
 from ax.api import Client
-from ax.api.configs import RangeParameterConfig
 
 from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
 from ax_kernel_discovery.surrogate.rows import YMap
+from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)
 
@@ -28,22 +28,12 @@ CONFIG = {
     "fit_maxiter": 5,
     "background_fits": "off",
 }
-TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+TINY = TINY_ACQUISITION
 
 
 def _client(num_sobol: int = 6) -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(DIM)
-        ]
-    )
-    client.configure_optimization("-f")
-    client.set_generation_strategy(
-        kernel_discovery_generation_strategy(CONFIG, num_sobol=num_sobol, **TINY)
-    )
-    return client
+    strategy = kernel_discovery_generation_strategy(CONFIG, num_sobol=num_sobol, **TINY)
+    return unit_box_client(DIM, strategy)
 
 
 def _heavy(params: dict[str, float]) -> float:

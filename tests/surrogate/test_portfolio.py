@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 import torch
 from ax.api import Client
-from ax.api.configs import RangeParameterConfig
-from ax.generators.torch.botorch_modular.acquisition import Acquisition
 from pydantic import ValidationError
 
 from ax_kernel_discovery import (
@@ -20,11 +18,12 @@ from ax_kernel_discovery import (
     surrogate_of,
 )
 from ax_kernel_discovery.surrogate.portfolio import Portfolio, batch_rewards, hedge_weights
+from ax_kernel_discovery.testing import TINY_ACQUISITION, acquisitions_built, unit_box_client
 
 torch.set_num_threads(1)
 
 DIM = 3
-TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
+TINY = TINY_ACQUISITION
 CONFIG = {
     "population_size": 4,
     "proposals_per_round": 0,
@@ -40,37 +39,16 @@ def _f(params: dict[str, Any]) -> float:
 
 
 def _client(config: dict[str, Any]) -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(DIM)
-        ]
-    )
-    client.configure_optimization("-f")
-    client.set_generation_strategy(
-        kernel_discovery_generation_strategy(config, num_sobol=5, **TINY)
-    )
-    return client
+    return unit_box_client(DIM, kernel_discovery_generation_strategy(config, num_sobol=5, **TINY))
 
 
 def _ask_and_tell(client: Client, n: int) -> list[Any]:
     """One ask; returns the models of the acquisition functions built for it."""
-    models: list[Any] = []
-    original = Acquisition._construct_botorch_acquisition
-
-    def spy(self: Acquisition, **kwargs: Any) -> Any:
-        models.append(kwargs["model"])
-        return original(self, **kwargs)
-
-    Acquisition._construct_botorch_acquisition = spy  # type: ignore[method-assign]
-    try:
+    with acquisitions_built() as built:
         trials = client.get_next_trials(max_trials=n)
-    finally:
-        Acquisition._construct_botorch_acquisition = original  # type: ignore[method-assign]
     for index, params in trials.items():
         client.complete_trial(index, raw_data={"f": _f(params)})
-    return models
+    return [f.model for f in built]
 
 
 def test_members_share_the_batch_and_are_credited(tmp_path: Path) -> None:

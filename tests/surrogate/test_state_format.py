@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import torch
 from ax.api import Client
-from ax.api.configs import RangeParameterConfig
 
 from ax_kernel_discovery import (
     KernelDiscoverySurrogate,
@@ -19,25 +18,18 @@ from ax_kernel_discovery import (
     surrogate_of,
 )
 from ax_kernel_discovery.surrogate.state import STATE_FORMAT
+from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)
 
-TINY = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
 CONFIG = {"population_size": 3, "proposals_per_round": 1, "fit_maxiter": 5}
 
 
 def _run(dim: int, objective: str, surrogate: KernelDiscoverySurrogate | None, asks: int) -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(dim)
-        ]
+    strategy = kernel_discovery_generation_strategy(
+        CONFIG, num_sobol=4, surrogate=surrogate, **TINY_ACQUISITION
     )
-    client.configure_optimization(objective)
-    client.set_generation_strategy(
-        kernel_discovery_generation_strategy(CONFIG, num_sobol=4, surrogate=surrogate, **TINY)
-    )
+    client = unit_box_client(dim, strategy, objective=objective)
     for _ in range(asks):
         for index, params in client.get_next_trials(max_trials=3).items():
             client.complete_trial(

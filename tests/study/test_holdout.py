@@ -1,0 +1,120 @@
+"""The hold-out study's summary: the rule that picks kd's default on tuning seeds, and the
+confirmation table and target (issue 31)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ax_kernel_discovery.study.holdout import (
+    README_END,
+    README_START,
+    holdout_summary,
+    readme_table,
+    write_readme_table,
+)
+from ax_kernel_discovery.study.protocol import CONFIRMATION_SEEDS, TUNING_SEEDS
+
+PROBLEMS = {
+    "rover100": "maximize",
+    "hartmann6_100": "minimize",
+    "lasso_dna": "minimize",
+    "svm": "minimize",
+}
+
+
+def _write(
+    folder: Path, problem: str, method: str, seed: int, best: float, kd: dict | None = None
+) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "status": "complete",
+        "problem": problem,
+        "method": method,
+        "seed": seed,
+        "direction": PROBLEMS[problem],
+        "best_value": best,
+        "best_so_far": [best],
+        "config": {"kd_config": kd},
+    }
+    (folder / f"{problem}__{method}__seed{seed}.json").write_text(json.dumps(record))
+
+
+def _better(problem: str, value: float, by: float) -> float:
+    """``value`` moved ``by`` in the problem's better direction."""
+    return value + by if PROBLEMS[problem] == "maximize" else value - by
+
+
+def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_kernel_discovery.study import holdout
+
+    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("steady", "bold", "dropped"))
+    tuning = tmp_path / "tuning"
+    for p in PROBLEMS:
+        for s in TUNING_SEEDS:
+            _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)  # sd of ax_default ~ 0.30
+            # "steady": ahead on both tuning problems by 0.03; "bold": far ahead on rover100,
+            # behind on svm (and far ahead on the problems the rule does not look at)
+            _write(tuning / "steady", p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.03), {})
+            gap = -0.02 if p == "svm" else 0.5
+            _write(tuning / "bold", p, "kd", s, _better(p, 1.0 + 0.1 * s, gap), {"x": 1})
+            if p == "rover100" or s < 5:  # svm on half the seeds only: not eligible
+                _write(tuning / "dropped", p, "kd", s, _better(p, 1.0 + 0.1 * s, 9.0), {"y": 2})
+    tuning_summary = holdout_summary(tmp_path)["tuning"]
+    steady, bold = tuning_summary["variants"]["steady"], tuning_summary["variants"]["bold"]
+    assert steady["ahead_on"] == 2 and bold["ahead_on"] == 1
+    assert bold["mean_z"] > steady["mean_z"] > 0  # bold's mean z is larger, but it is behind once
+    assert tuning_summary["ranked"] == ["steady", "bold"]
+    assert tuning_summary["chosen"] == "steady"
+    assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
+    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("bold",))  # amendment 2's kind of list
+    assert holdout_summary(tmp_path)["tuning"]["chosen"] == "bold"
+    svm = steady["problems"]["svm"]
+    assert (svm["wins"], svm["ties"], svm["losses"]) == (10, 0, 0)
+    assert svm["mean_diff"] == pytest.approx(0.03)
+    assert svm["z"] == pytest.approx(0.03 / svm_sd(), rel=1e-9)
+
+
+def svm_sd() -> float:
+    import numpy as np
+
+    return float(np.std([1.0 + 0.1 * s for s in TUNING_SEEDS], ddof=1))
+
+
+def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
+    conf = tmp_path / "confirmation"
+    for k, p in enumerate(PROBLEMS):
+        for i, s in enumerate(CONFIRMATION_SEEDS):
+            base = 2.0 + 0.01 * i
+            _write(conf, p, "ax_default", s, base)
+            _write(conf, p, "bock", s, _better(p, base, 0.2 if k == 0 else -0.2))
+            # kd ahead of ax_default on 13 of 15 seeds everywhere; behind BOCK on rover100
+            _write(conf, p, "kd", s, _better(p, base, 0.1 if i < 13 else -0.05), {})
+    summary = holdout_summary(tmp_path)
+    target = summary["confirmation"]["target"]
+    assert target["complete"]
+    assert target["mean_at_least_ax_default"] == 4
+    assert target["beats_ax_default_sign_p"] == 4  # 13/15: sign p = 0.0074
+    assert target["mean_at_least_bock"] == 3
+    assert target["met"]
+    table = readme_table(summary)
+    assert "| rover100 | 13/0/2 |" in table and "0.007 /" in table
+    assert "the protocol's target is met" in table
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_START}\nold\n{README_END}\nrest\n")
+    assert write_readme_table(readme, tmp_path)
+    text = readme.read_text()
+    assert "\nold\n" not in text and table in text and text.endswith(f"{README_END}\nrest\n")
+    assert not write_readme_table(readme, tmp_path)  # unchanged the second time
+
+
+def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
+    conf = tmp_path / "confirmation"
+    _write(conf, "svm", "ax_default", CONFIRMATION_SEEDS[0], 1.0)
+    table = readme_table(holdout_summary(tmp_path))
+    assert "not complete yet: no claim is made" in table
+    assert "| svm | not run yet |" in table
