@@ -191,7 +191,7 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
 
     config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     for n in SIZES[:2]:
         s.fit([_data(n)], DIGEST)
     pending = s.background.pending["f"]
