@@ -50,7 +50,8 @@ from ax_kernel_discovery.strategy import (  # noqa: E402
     sobol_step,
     surrogate_of,
 )
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, RoundRecord  # noqa: E402
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate  # noqa: E402
+from ax_kernel_discovery.surrogate.round_record import RoundRecord  # noqa: E402
 
 register_storage()
 use_ax_handler()  # kd's log lines beside Ax's, quieted by set_ax_logger_levels

@@ -575,7 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     set_ax_logger_levels(logging.INFO if args.verbose else logging.WARNING)
-    from ax_kernel_discovery.config import DeviceUnavailableError
+    from ax_kernel_discovery.devices import DeviceUnavailableError
     from ax_kernel_discovery.library import KernelLibraryError
     from ax_kernel_discovery.llm.setup_check import LLMSetupError
     from ax_kernel_discovery.runner import UserInputError

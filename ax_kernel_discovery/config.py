@@ -1,7 +1,15 @@
 """Configuration of kernel discovery (one pydantic model, validated at construction).
 
-The only environment variables read by the package are documented here and read in
-:func:`KernelDiscoveryConfig.from_env`-style defaults below:
+:class:`KernelDiscoveryConfig` is one flat model (``KernelDiscoveryConfig(population_size=8)``,
+a dict, a JSON file, a saved run's config) whose fields are grouped by concern in
+:data:`SECTIONS`: population, choice, fitting, proposals, LLM and run. A section may also
+be given as a mapping of its fields (``KernelDiscoveryConfig(fitting={"fit_maxiter": 20})``)
+and read back as one (:meth:`KernelDiscoveryConfig.section`); the fields, their names and
+the saved form stay flat. :meth:`KernelDiscoveryConfig.coerce` turns any of these forms
+into a config.
+
+The only environment variables read by the package are documented here; the first two
+are the defaults of the ``llm_model`` and ``llm_api_base`` fields:
 
 * ``AXKD_LLM_MODEL``: litellm model string for the LLM proposers (e.g. ``gpt-4o``,
   ``anthropic/claude-sonnet-4-5``, ``ollama/qwen2.5-coder``, ``openai/<alias>``, ``local``).
@@ -22,51 +30,140 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ax_kernel_discovery.devices import (
-    DeviceUnavailableError,
-    check_device,
-    check_device_name,
-    resolve_device,
-)
+from ax_kernel_discovery.devices import check_device_name, resolve_device
 from ax_kernel_discovery.library_format import library_entries
 from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.selection import Criterion
 
-__all__ = [
-    "ConfigSource",
-    "DeviceUnavailableError",
-    "KernelDiscoveryConfig",
-    "as_config",
-    "check_device",
-    "check_device_name",
-    "resolve_device",
-    "unknown_field_message",
-]
+__all__ = ["SECTIONS", "ConfigSource", "KernelDiscoveryConfig", "unknown_field_message"]
+
+#: The settings by concern, each field in one section (in the order of the fields).
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "population": (
+        "population_size",
+        "keep_kernels",
+        "patience",
+        "strike_rule",
+        "start_kernels",
+        "keep_start_set",
+    ),
+    "choice": (
+        "criterion",
+        "score_batches",
+        "heldout_score",
+        "guard_rounds",
+        "tie_break",
+        "parsimony_tolerance",
+        "score_top_k",
+        "mixture_top_k",
+        "mixture_weights",
+        "portfolio_size",
+        "portfolio_eta",
+        "portfolio_keep",
+    ),
+    "fitting": (
+        "selection",
+        "halving_max_new_fraction",
+        "halving_keep",
+        "halving_screen_maxiter",
+        "fit_timeout",
+        "slow_fit_factor",
+        "fit_maxiter",
+        "warm_start",
+        "inherit_parameters",
+        "fit_workers",
+        "background_fits",
+    ),
+    "proposals": (
+        "proposals_per_round",
+        "proposer",
+        "offline_grammar",
+        "overlap_proposals",
+        "fallback_to_offline",
+        "dedup_threshold",
+        "max_kernel_memory_gb",
+        "memory_probe_n",
+    ),
+    "llm": (
+        "llm_model",
+        "llm_api_base",
+        "llm_temperature",
+        "llm_max_tokens",
+        "llm_max_workers",
+        "llm_model_path",
+        "llm_n_threads",
+        "llm_timeout",
+        "llm_local_download",
+        "llm_retries",
+        "llm_cache_dir",
+        "llm_mode",
+        "proposal_format",
+        "conversion_style",
+        "num_formulas",
+        "num_compositions",
+        "structural_composition",
+        "proposal_followups",
+        "feedback_rounds",
+        "hdbo_guidance",
+        "psd_guidance",
+        "simplicity_guidance",
+        "discovery_example",
+        "repair",
+    ),
+    "run": ("device", "seed", "acquisition", "history_limit"),
+}
 
 
 class KernelDiscoveryConfig(BaseModel):
     """Settings of the kernel-discovery surrogate.
 
     Wrong values fail at construction with a message naming the field and the allowed
-    range, e.g. ``KernelDiscoveryConfig(population_size=0)``.
+    range, e.g. ``KernelDiscoveryConfig(population_size=0)``. The fields are grouped by
+    concern (:data:`SECTIONS`); a section may be given as a mapping of its fields.
 
     Example:
         >>> cfg = KernelDiscoveryConfig(population_size=8, proposals_per_round=3)
         >>> cfg.criterion, cfg.guard_rounds, cfg.keep_kernels
         ('prequential', 1, ('RBF', 'Matern52'))
+        >>> KernelDiscoveryConfig(fitting={"fit_maxiter": 20}).section("fitting")["fit_maxiter"]
+        20
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
+    # --- population: its size, who stays, where it starts ---
     population_size: int = Field(
         10, ge=1, le=200, description="N: members kept after each round (paper: 10)."
     )
-    proposals_per_round: int = Field(
-        4,
-        ge=0,
-        le=64,
-        description="New kernels proposed per round (mutations + compositions or LLM forms).",
+    keep_kernels: tuple[str, ...] = Field(
+        ("RBF", "Matern52"),
+        description="Members never dropped by a strike or by truncation (names of start "
+        "kernels: the start set's RBF, Matern52, RQ, BOCK, SL or those of start_kernels): the "
+        "plain kernels stay choosable. () lets every member go, as in the paper.",
     )
+    patience: int = Field(
+        3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
+    )
+    strike_rule: Literal["batch", "none"] = Field(
+        "batch",
+        description="batch: the kernel chosen last round is struck when its batch did not "
+        "improve the best value (the paper's rule; patience applies to start kernels); "
+        "none: members leave by score only (CAKE and compositional search).",
+    )
+    start_kernels: list[dict[str, Any]] | None = Field(
+        None,
+        description="Kernels that seed a new population beside (or instead of) the paper's start "
+        "set: a kernel library file (see ax_kernel_discovery.library) or a list of library "
+        "kernels / candidates. Stored as the library's entries; each kernel is validated before "
+        "the population uses it.",
+    )
+    keep_start_set: bool = Field(
+        True,
+        description="With start_kernels: keep the paper's start set (RBF, Matern52, RQ, BOCK, SL) "
+        "beside them; False: start from the library alone.",
+    )
+
+    # --- choice: the criterion, and which kernel the acquisition gets ---
     criterion: Criterion = Field(
         "prequential",
         description="Selection criterion: prequential | lbo_crps | loo_crps | loo_crps_bic | "
@@ -102,11 +199,28 @@ class KernelDiscoveryConfig(BaseModel):
         "scaled RBF GP) for the acquisition while the population is fitted as usual: before "
         "the first BO batch no criterion has held-out evidence (0: off).",
     )
-    keep_kernels: tuple[str, ...] = Field(
-        ("RBF", "Matern52"),
-        description="Members never dropped by a strike or by truncation (names of start "
-        "kernels: the start set's RBF, Matern52, RQ, BOCK, SL or those of start_kernels): the "
-        "plain kernels stay choosable. () lets every member go, as in the paper.",
+    tie_break: Literal["auto", "none", "cost"] = Field(
+        "auto",
+        description="criterion='prequential': cost chooses, among the members whose held-out "
+        "losses are within one paired standard error of the best's, the one cheapest for the "
+        "acquisition (fewest kernel leaves, warps and projections; then fewest "
+        "hyperparameters); none: always the best score; auto: cost under the prequential "
+        "criterion, none under the others (the study's choice: cheaper acquisitions, no "
+        "difference in quality on 5 seeds per problem; docs/concepts.md).",
+    )
+    parsimony_tolerance: float = Field(
+        0.0,
+        ge=0.0,
+        description="Scores within this of the best count as tied; the tied kernel with the "
+        "fewest hyperparameters is chosen (0: always the best score).",
+    )
+    score_top_k: int | None = Field(
+        None,
+        ge=3,
+        le=100000,
+        description="Score each kernel on the k training points with the best objective values "
+        "only (the authors' code: 100), which focuses selection on the region BO exploits and "
+        "bounds its cost; None: all points.",
     )
     mixture_top_k: int = Field(
         1,
@@ -147,15 +261,8 @@ class KernelDiscoveryConfig(BaseModel):
         "(e.g. ('BOCK',): a fair share for a kernel that optimizes well whatever its "
         "forecasts), besides the portfolio_size best.",
     )
-    tie_break: Literal["auto", "none", "cost"] = Field(
-        "auto",
-        description="criterion='prequential': cost chooses, among the members whose held-out "
-        "losses are within one paired standard error of the best's, the one cheapest for the "
-        "acquisition (fewest kernel leaves, warps and projections; then fewest "
-        "hyperparameters); none: always the best score; auto: cost under the prequential "
-        "criterion, none under the others (the study's choice: cheaper acquisitions, no "
-        "difference in quality on 5 seeds per problem; docs/concepts.md).",
-    )
+
+    # --- fitting: how each round fits its kernels ---
     selection: Literal["full", "halving", "auto"] = Field(
         "auto",
         description="full: fit every member each round; halving: score members at last "
@@ -181,39 +288,6 @@ class KernelDiscoveryConfig(BaseModel):
         description="Warm-started L-BFGS steps a member gets in the halving screen (0: scored "
         "at last round's hyperparameters without a fit).",
     )
-    parsimony_tolerance: float = Field(
-        0.0,
-        ge=0.0,
-        description="Scores within this of the best count as tied; the tied kernel with the "
-        "fewest hyperparameters is chosen (0: always the best score).",
-    )
-    max_kernel_memory_gb: float | None = Field(
-        4.0,
-        gt=0,
-        description="Reject a proposed kernel whose largest intermediate tensor, measured by a "
-        "probe at the run's D and extrapolated to max(2n, memory_probe_n) points, passes this "
-        "(e.g. an n x n x D pairwise tensor: 51 GB at n=1000, D=6392). None: no probe.",
-    )
-    memory_probe_n: int = Field(
-        1000, ge=1, description="Smallest number of points the memory probe extrapolates to."
-    )
-    score_top_k: int | None = Field(
-        None,
-        ge=3,
-        le=100000,
-        description="Score each kernel on the k training points with the best objective values "
-        "only (the authors' code: 100), which focuses selection on the region BO exploits and "
-        "bounds its cost; None: all points.",
-    )
-    patience: int = Field(
-        3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
-    )
-    strike_rule: Literal["batch", "none"] = Field(
-        "batch",
-        description="batch: the kernel chosen last round is struck when its batch did not "
-        "improve the best value (the paper's rule; patience applies to start kernels); "
-        "none: members leave by score only (CAKE and compositional search).",
-    )
     fit_timeout: float = Field(
         60.0,
         gt=0,
@@ -237,33 +311,15 @@ class KernelDiscoveryConfig(BaseModel):
         description="L-BFGS iterations per round for a member warm-started from last round's "
         "hyperparameters (new kernels get 4x); members keep converging over rounds. None: BoTorch's default.",
     )
-    proposer: Literal["offline", "llm", "direct", "none"] = Field(
-        "offline",
-        description="offline evolution operator (default, no key), llm (two-stage), direct, or none.",
+    warm_start: bool = Field(
+        True, description="Start each member's fit from its previous hyperparameters."
     )
-    overlap_proposals: bool = Field(
+    inherit_parameters: bool = Field(
         False,
-        description="Ask the LLM proposer for next round's kernels right after selection, so its latency "
-        "overlaps Ax's acquisition optimization (proposals then predate next round's strike).",
-    )
-    fallback_to_offline: bool = Field(
-        True,
-        description="When the LLM proposer yields nothing usable, use the offline operator for that round.",
-    )
-    device: str = Field(
-        "cpu",
-        description="cpu (Ax's choice: Ax's own BO step runs on the CPU unless a device is "
-        "asked for), auto (CUDA when available), cuda or cuda:N.",
-    )
-    seed: int = Field(0, ge=0, description="Seed of the offline operator and validation points.")
-    dedup_threshold: float = Field(
-        0.9999,
-        gt=0.0,
-        le=1.0,
-        description="Cosine similarity of Gram matrices above which a kernel is a duplicate.",
-    )
-    history_limit: int = Field(
-        200, ge=1, le=100000, description="Rounds of history kept in the saved state."
+        description="A new kernel that contains members (a sum, product or extension of "
+        "them) starts its fit from their fitted parameters instead of GPyTorch's defaults "
+        "(ax_kernel_discovery.inheritance); same step budget. Makes new kernels' cold fits, "
+        "most of a round's selection time at a few hundred points, cheaper.",
     )
     fit_workers: int = Field(
         1,
@@ -286,40 +342,51 @@ class KernelDiscoveryConfig(BaseModel):
         "before the acquisition). Runs side by side, one per core (a sweep with as many "
         "workers as cores) should set off: each run's worker would take a core from another run.",
     )
-    acquisition: Literal["new_rows", "botorch"] = Field(
-        "new_rows",
-        description="How qLogNEI, the acquisition function of kd's strategies when they "
-        "name none, computes its joint posterior at each optimizer step. new_rows: "
-        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from the baseline's "
-        "blocks, cached once, and the new points' rows: the same values as BoTorch's to "
-        "1e-9, at a lower cost per step, most so for composite and warped kernels, whose "
-        "every kernel evaluation costs more. botorch: BoTorch's "
-        "qLogNoisyExpectedImprovement, which evaluates the kernel on the baseline again at "
-        "every step (the acquisition of the study's kd runs before this default).",
+
+    # --- proposals: who proposes new kernels, and which may join ---
+    proposals_per_round: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="New kernels proposed per round (mutations + compositions or LLM forms).",
     )
-    warm_start: bool = Field(
-        True, description="Start each member's fit from its previous hyperparameters."
+    proposer: Literal["offline", "llm", "direct", "none"] = Field(
+        "offline",
+        description="offline evolution operator (default, no key), llm (two-stage), direct, or none.",
     )
-    inherit_parameters: bool = Field(
+    offline_grammar: Literal["classic", "extended"] = Field(
+        "classic",
+        description="what the offline operator draws from: classic (its original leaves and "
+        "warps; the default, unchanged proposals) or extended (also the feature maps bezier, "
+        "radius, direction, the inverse multiquadric and a cubic polynomial feature)",
+    )
+    overlap_proposals: bool = Field(
         False,
-        description="A new kernel that contains members (a sum, product or extension of "
-        "them) starts its fit from their fitted parameters instead of GPyTorch's defaults "
-        "(ax_kernel_discovery.inheritance); same step budget. Makes new kernels' cold fits, "
-        "most of a round's selection time at a few hundred points, cheaper.",
+        description="Ask the LLM proposer for next round's kernels right after selection, so its latency "
+        "overlaps Ax's acquisition optimization (proposals then predate next round's strike).",
     )
-    start_kernels: list[dict[str, Any]] | None = Field(
-        None,
-        description="Kernels that seed a new population beside (or instead of) the paper's start "
-        "set: a kernel library file (see ax_kernel_discovery.library) or a list of library "
-        "kernels / candidates. Stored as the library's entries; each kernel is validated before "
-        "the population uses it.",
-    )
-    keep_start_set: bool = Field(
+    fallback_to_offline: bool = Field(
         True,
-        description="With start_kernels: keep the paper's start set (RBF, Matern52, RQ, BOCK, SL) "
-        "beside them; False: start from the library alone.",
+        description="When the LLM proposer yields nothing usable, use the offline operator for that round.",
     )
-    # LLM settings (used by proposer="llm" / "direct")
+    dedup_threshold: float = Field(
+        0.9999,
+        gt=0.0,
+        le=1.0,
+        description="Cosine similarity of Gram matrices above which a kernel is a duplicate.",
+    )
+    max_kernel_memory_gb: float | None = Field(
+        4.0,
+        gt=0,
+        description="Reject a proposed kernel whose largest intermediate tensor, measured by a "
+        "probe at the run's D and extrapolated to max(2n, memory_probe_n) points, passes this "
+        "(e.g. an n x n x D pairwise tensor: 51 GB at n=1000, D=6392). None: no probe.",
+    )
+    memory_probe_n: int = Field(
+        1000, ge=1, description="Smallest number of points the memory probe extrapolates to."
+    )
+
+    # --- llm: the model the LLM proposers call, and what they ask it ---
     llm_model: str | None = Field(
         default_factory=lambda: os.environ.get("AXKD_LLM_MODEL"),
         description="litellm model string (gpt-4o, anthropic/..., ollama/..., openai/<alias> with "
@@ -378,6 +445,22 @@ class KernelDiscoveryConfig(BaseModel):
     llm_mode: Literal["live", "record", "replay"] = Field(
         "live", description="replay answers only from the cache."
     )
+    proposal_format: Literal["auto", "expression", "code"] = Field(
+        "auto",
+        description="what the LLM proposer returns: expression (JSON expression trees in the "
+        "package's kernel grammar plus a one-line rationale, decoding constrained by a JSON "
+        "schema where the backend supports it; no conversion call), code (the paper's free-form "
+        "formulas converted to code, or direct code); auto: expression for llm_model='local', "
+        "code otherwise (see docs/llm.md)",
+    )
+    conversion_style: Literal["auto", "class", "function", "pair"] = Field(
+        "auto",
+        description="auto: pair for llm_model='local', class otherwise; "
+        "class: the conversion LLM call writes the whole Kernel class (paper); function: "
+        "it writes only PARAMETERS and a batched covariance(x1, x2, p) and the class is generated "
+        "around it; pair: PARAMETERS and covariance(x, y, p) for one pair of points, vectorised "
+        "with torch.vmap (the most reliable with small local models; memory O(N M D)).",
+    )
     num_formulas: int = Field(
         3, ge=1, le=32, description="Formulas asked of the discovery call per round."
     )
@@ -388,43 +471,11 @@ class KernelDiscoveryConfig(BaseModel):
         description="Composition calls per round of the two-stage LLM proposer (each asks for "
         "one combination of two members).",
     )
-    hdbo_guidance: bool = Field(
-        True, description="Include the high-dimensional BO guidance in prompts."
-    )
-    discovery_example: bool = Field(
-        False,
-        description="show one filled-in formula block in the discovery prompt (copies are "
-        "rejected); off by default: the 1.5B local model copied it in 14 of 16 formulas",
-    )
-    psd_guidance: bool = Field(
-        True, description="Include the PSD-construction guidance in prompts."
-    )
-    simplicity_guidance: bool = Field(
-        True, description="Include the prefer-simple-kernels guidance in prompts."
-    )
-    repair: bool = Field(
-        False, description="Send a validation failure back to the LLM once (paper: off)."
-    )
     structural_composition: bool = Field(
         True,
         description="build an LLM composition of two members with expression trees (start set, "
         "offline kernels) as their exact sum/product instead of a conversion call; compositions "
         "with LLM-written members are always converted",
-    )
-    proposal_format: Literal["auto", "expression", "code"] = Field(
-        "auto",
-        description="what the LLM proposer returns: expression (JSON expression trees in the "
-        "package's kernel grammar plus a one-line rationale, decoding constrained by a JSON "
-        "schema where the backend supports it; no conversion call), code (the paper's free-form "
-        "formulas converted to code, or direct code); auto: expression for llm_model='local', "
-        "code otherwise (see docs/llm.md)",
-    )
-    feedback_rounds: int = Field(
-        3,
-        ge=0,
-        le=50,
-        description="the LLM discovery prompt lists the rejections (duplicate, not PSD, shape, "
-        "...) and struck kernels of this many past rounds; 0: none",
     )
     proposal_followups: int = Field(
         0,
@@ -435,26 +486,60 @@ class KernelDiscoveryConfig(BaseModel):
         "asked), ask the model for the missing ones in the same conversation, up to this many "
         "follow-up calls per round; 0: none",
     )
-    offline_grammar: Literal["classic", "extended"] = Field(
-        "classic",
-        description="what the offline operator draws from: classic (its original leaves and "
-        "warps; the default, unchanged proposals) or extended (also the feature maps bezier, "
-        "radius, direction, the inverse multiquadric and a cubic polynomial feature)",
+    feedback_rounds: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="the LLM discovery prompt lists the rejections (duplicate, not PSD, shape, "
+        "...) and struck kernels of this many past rounds; 0: none",
     )
-    conversion_style: Literal["auto", "class", "function", "pair"] = Field(
-        "auto",
-        description="auto: pair for llm_model='local', class otherwise; "
-        "class: the conversion LLM call writes the whole Kernel class (paper); function: "
-        "it writes only PARAMETERS and a batched covariance(x1, x2, p) and the class is generated "
-        "around it; pair: PARAMETERS and covariance(x, y, p) for one pair of points, vectorised "
-        "with torch.vmap (the most reliable with small local models; memory O(N M D)).",
+    hdbo_guidance: bool = Field(
+        True, description="Include the high-dimensional BO guidance in prompts."
+    )
+    psd_guidance: bool = Field(
+        True, description="Include the PSD-construction guidance in prompts."
+    )
+    simplicity_guidance: bool = Field(
+        True, description="Include the prefer-simple-kernels guidance in prompts."
+    )
+    discovery_example: bool = Field(
+        False,
+        description="show one filled-in formula block in the discovery prompt (copies are "
+        "rejected); off by default: the 1.5B local model copied it in 14 of 16 formulas",
+    )
+    repair: bool = Field(
+        False, description="Send a validation failure back to the LLM once (paper: off)."
+    )
+
+    # --- run: device, seed, acquisition, saved history ---
+    device: str = Field(
+        "cpu",
+        description="cpu (Ax's choice: Ax's own BO step runs on the CPU unless a device is "
+        "asked for), auto (CUDA when available), cuda or cuda:N.",
+    )
+    seed: int = Field(0, ge=0, description="Seed of the offline operator and validation points.")
+    acquisition: Literal["new_rows", "botorch"] = Field(
+        "new_rows",
+        description="How qLogNEI, the acquisition function of kd's strategies when they "
+        "name none, computes its joint posterior at each optimizer step. new_rows: "
+        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from the baseline's "
+        "blocks, cached once, and the new points' rows: the same values as BoTorch's to "
+        "1e-9, at a lower cost per step, most so for composite and warped kernels, whose "
+        "every kernel evaluation costs more. botorch: BoTorch's "
+        "qLogNoisyExpectedImprovement, which evaluates the kernel on the baseline again at "
+        "every step (the acquisition of the study's kd runs before this default).",
+    )
+    history_limit: int = Field(
+        200, ge=1, le=100000, description="Rounds of history kept in the saved state."
     )
 
     @model_validator(mode="before")
     @classmethod
     def _known_fields(cls, data: Any) -> Any:
-        """Unknown names fail with the closest field names ("did you mean")."""
+        """Sections given as mappings are flattened; unknown names fail with the closest
+        field names ("did you mean")."""
         if isinstance(data, dict):
+            data = _flatten_sections(data)
             unknown = [k for k in data if isinstance(k, str) and k not in cls.model_fields]
             if unknown:
                 raise ValueError("; ".join(unknown_field_message(k) for k in unknown))
@@ -587,6 +672,37 @@ class KernelDiscoveryConfig(BaseModel):
             )
         return self
 
+    @classmethod
+    def coerce(cls, config: ConfigSource) -> KernelDiscoveryConfig:
+        """A config from any of its forms: a config (returned as it is), a mapping of its
+        fields, flat or by section (a dict, a saved run's config), the path of a JSON file
+        holding such an object, or ``None`` (the defaults).
+
+        Example:
+            >>> KernelDiscoveryConfig.coerce({"population_size": 8}).population_size
+            8
+
+        Raises:
+            FileNotFoundError: A path that is not a file.
+            ValueError: A file that does not hold a JSON object, or a bad setting
+                (pydantic's ``ValidationError``, which names the field).
+        """
+        if config is None:
+            return cls()
+        if isinstance(config, cls):
+            return config
+        if isinstance(config, str | os.PathLike):
+            return cls.model_validate(_json_object(Path(config)))
+        return cls.model_validate(dict(config))
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The fields of one section of :data:`SECTIONS` with their values.
+
+        Raises:
+            KeyError: No section of that name.
+        """
+        return {field: getattr(self, field) for field in SECTIONS[name]}
+
     def resolved_tie_break(self) -> Literal["none", "cost"]:
         """The tie rule in force: ``auto`` is ``cost`` under the prequential criterion."""
         if self.tie_break == "auto":
@@ -608,43 +724,10 @@ class KernelDiscoveryConfig(BaseModel):
         return resolve_device(self.device)
 
 
-#: What settings may be given as: a config, a dict of its fields, or a JSON file of them.
+#: What settings may be given as: a config, a dict of its fields (flat or by section),
+#: the path of a JSON file of them, or ``None`` (the defaults); see
+#: :meth:`KernelDiscoveryConfig.coerce`.
 ConfigSource = KernelDiscoveryConfig | Mapping[str, Any] | str | os.PathLike[str] | None
-
-
-def as_config(source: ConfigSource) -> KernelDiscoveryConfig:
-    """Settings from a :class:`KernelDiscoveryConfig`, a dict of its fields, or the path
-    of a JSON file holding an object of its fields (``None``: the defaults).
-
-    Example:
-        >>> as_config({"population_size": 8}).population_size
-        8
-
-    Raises:
-        FileNotFoundError: A path that is not a file.
-        ValueError: A file that does not hold a JSON object, or a bad setting (pydantic's
-            ``ValidationError``, which names the field).
-    """
-    if source is None:
-        return KernelDiscoveryConfig()
-    if isinstance(source, KernelDiscoveryConfig):
-        return source
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        how = (
-            "settings are a KernelDiscoveryConfig, a dict of its fields, or the path of a "
-            'JSON file holding them, e.g. {"population_size": 8}'
-        )
-        if not path.is_file():
-            raise FileNotFoundError(f"no such file: {str(path)!r} ({how})")
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{path}: not a JSON file ({e}); {how}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object; {how}")
-        return KernelDiscoveryConfig.model_validate(data)
-    return KernelDiscoveryConfig.model_validate(dict(source))
 
 
 def unknown_field_message(name: str) -> str:
@@ -656,3 +739,39 @@ def unknown_field_message(name: str) -> str:
         + (f": {hint}" if hint else "")
         + " (the settings: docs/configuration.md, or KernelDiscoveryConfig.model_fields)"
     )
+
+
+def _flatten_sections(data: dict[Any, Any]) -> dict[Any, Any]:
+    """``data`` with each section given as a mapping (``{"fitting": {...}}``) replaced by
+    its fields; a field given twice, or in a section it is not in, fails."""
+    flat = {k: v for k, v in data.items() if not (k in SECTIONS and isinstance(v, Mapping))}
+    for name, fields in data.items():
+        if name not in SECTIONS or not isinstance(fields, Mapping):
+            continue
+        for field, value in fields.items():
+            if field not in SECTIONS[name]:
+                raise ValueError(
+                    f"{field!r} is not a setting of the {name!r} section "
+                    f"(its settings: {', '.join(SECTIONS[name])})"
+                )
+            if field in flat:
+                raise ValueError(f"{field!r} is given twice (flat and in section {name!r})")
+            flat[field] = value
+    return flat
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (:meth:`KernelDiscoveryConfig.coerce`)."""
+    how = (
+        "settings are a KernelDiscoveryConfig, a dict of its fields, or the path of a "
+        'JSON file holding them, e.g. {"population_size": 8}'
+    )
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r} ({how})")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a JSON file ({e}); {how}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object; {how}")
+    return data

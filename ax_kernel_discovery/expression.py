@@ -22,86 +22,24 @@ kernels of deterministic feature maps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from gpytorch.kernels import (
-    AdditiveKernel,
-    Kernel,
-    MaternKernel,
-    PolynomialKernel,
-    ProductKernel,
-    RBFKernel,
-    RQKernel,
-    ScaleKernel,
-)
+from gpytorch.kernels import AdditiveKernel, Kernel, ProductKernel, ScaleKernel
 from gpytorch.priors import GammaPrior
 
-from ax_kernel_discovery.kernels import (
-    BOCKKernel,
-    CenteredLinearKernel,
-    DimScaledMatern52Kernel,
-    DimScaledPeriodicKernel,
-    DimScaledRBFKernel,
-    DimScaledRQKernel,
-    SphericalLinearKernel,
-    WarpedKernel,
-)
-from ax_kernel_discovery.kernels.cosine import ProjectedCosineKernel
+from ax_kernel_discovery.kernels import LEAVES, WarpedKernel
 from ax_kernel_discovery.kernels.feature_maps import (
     FEATURE_MAP_FORMULAS,
     FeatureMapKernel,
     feature_map_output_dim,
 )
-from ax_kernel_discovery.kernels.imq import DimScaledIMQKernel
-from ax_kernel_discovery.kernels.priors import dim_scaled_lengthscale_kwargs
 from ax_kernel_discovery.kernels.warped import WARP_FORMULAS, warp_output_dim
 
 Spec = dict[str, Any]
 
-
-def _matern32(dim: int) -> Kernel:
-    return MaternKernel(nu=1.5, ard_num_dims=dim, **dim_scaled_lengthscale_kwargs(dim))
-
-
-def _poly2(dim: int) -> Kernel:
-    return PolynomialKernel(power=2)
-
-
-def _poly3(dim: int) -> Kernel:
-    return PolynomialKernel(power=3)
-
-
-#: Leaf kernels: name -> (ARD factory, readable formula of k0(u, u')).
-LEAVES: dict[str, tuple[Callable[[int], Kernel], str]] = {
-    "rbf": (lambda d: DimScaledRBFKernel(ard_num_dims=d), "exp(-|u - u'|^2_l / 2)"),
-    "matern52": (
-        lambda d: DimScaledMatern52Kernel(ard_num_dims=d),
-        "(1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), r = |u - u'|_l",
-    ),
-    "matern32": (_matern32, "(1 + sqrt3 r) exp(-sqrt3 r), r = |u - u'|_l"),
-    "rq": (lambda d: DimScaledRQKernel(ard_num_dims=d), "(1 + |u - u'|^2_l / (2 alpha))^(-alpha)"),
-    "bock": (lambda d: BOCKKernel(ard_num_dims=d), BOCKKernel.formula),
-    "sl": (lambda d: SphericalLinearKernel(ard_num_dims=d), SphericalLinearKernel.formula),
-    "linear": (lambda d: CenteredLinearKernel(ard_num_dims=d), CenteredLinearKernel.formula),
-    "periodic": (
-        lambda d: DimScaledPeriodicKernel(ard_num_dims=d),
-        DimScaledPeriodicKernel.formula,
-    ),
-    "poly2": (_poly2, "(u^T u' + c)^2"),
-    # extended grammar (not drawn by the offline operator unless asked for)
-    "imq": (lambda d: DimScaledIMQKernel(ard_num_dims=d), "(1 + |u - u'|^2_l)^(-1/2)"),
-    "poly3": (_poly3, "(u^T u' + c)^3"),
-    "cosine": (
-        lambda d: ProjectedCosineKernel(ard_num_dims=d),
-        "cos(2 pi sum_d (u_d - u'_d) / p_d)",
-    ),
-}
-
 #: Leaves of the classic grammar (what the offline operator draws from by default).
-CLASSIC_LEAVES: tuple[str, ...] = (
-    "rbf", "matern52", "matern32", "rq", "bock", "sl", "linear", "periodic", "poly2",
-)  # fmt: skip
+CLASSIC_LEAVES: tuple[str, ...] = tuple(k for k, v in LEAVES.items() if v.tier == "classic")
 
 #: Input maps of a leaf: the monotone warps of WarpedKernel and the feature maps.
 WARPS: dict[str, str] = {**WARP_FORMULAS, **FEATURE_MAP_FORMULAS}
@@ -109,18 +47,17 @@ WARPS: dict[str, str] = {**WARP_FORMULAS, **FEATURE_MAP_FORMULAS}
 #: Warps of the classic grammar.
 CLASSIC_WARPS: tuple[str, ...] = tuple(WARP_FORMULAS)
 
-#: Stationary distance kernels whose base function can be swapped, and that can be isotropic.
-DISTANCE_KERNELS: tuple[str, ...] = ("rbf", "matern52", "matern32", "rq")
+#: Leaves that can be isotropic (``"ard": false``): the classic distance kernels.
+ISOTROPIC_LEAVES: tuple[str, ...] = tuple(k for k, v in LEAVES.items() if v.isotropic)
+
+#: Stationary distance kernels of the classic grammar, whose base function the offline
+#: operator swaps.
+DISTANCE_KERNELS: tuple[str, ...] = tuple(
+    k for k, v in LEAVES.items() if v.distance and v.tier == "classic"
+)
 
 #: Distance kernels of the extended grammar (the base-function swap may also pick these).
-EXTENDED_DISTANCE_KERNELS: tuple[str, ...] = (*DISTANCE_KERNELS, "imq")
-
-_ISOTROPIC: dict[str, Callable[[int], Kernel]] = {
-    "rbf": lambda d: RBFKernel(**dim_scaled_lengthscale_kwargs(d)),
-    "matern52": lambda d: MaternKernel(nu=2.5, **dim_scaled_lengthscale_kwargs(d)),
-    "matern32": lambda d: MaternKernel(nu=1.5, **dim_scaled_lengthscale_kwargs(d)),
-    "rq": lambda d: RQKernel(**dim_scaled_lengthscale_kwargs(d)),
-}
+EXTENDED_DISTANCE_KERNELS: tuple[str, ...] = tuple(k for k, v in LEAVES.items() if v.distance)
 
 
 def leaf(kernel: str, warp: str = "identity", ard: bool = True) -> Spec:
@@ -164,8 +101,8 @@ def validate_spec(spec: Spec, depth: int = 0) -> None:
     ard = spec.get("ard", True)
     if not isinstance(ard, bool):
         raise ValueError(f"'ard' must be true or false, got {ard!r}")
-    if not ard and kernel not in DISTANCE_KERNELS:
-        raise ValueError(f"only {DISTANCE_KERNELS} can be isotropic (ard=false)")
+    if not ard and kernel not in ISOTROPIC_LEAVES:
+        raise ValueError(f"only {ISOTROPIC_LEAVES} can be isotropic (ard=false)")
 
 
 _OP_KEYS = frozenset({"op", "args"})
@@ -197,7 +134,9 @@ def _build(spec: Spec, dim: int) -> Kernel:
     feature_map = warp in FEATURE_MAP_FORMULAS
     in_dim = feature_map_output_dim(warp, dim) if feature_map else warp_output_dim(warp, dim)
     name = spec["kernel"]
-    base = LEAVES[name][0](in_dim) if spec.get("ard", True) else _ISOTROPIC[name](in_dim)
+    leaf = LEAVES[name]
+    isotropic = leaf.isotropic
+    base = isotropic(in_dim) if isotropic and not spec.get("ard", True) else leaf.factory(in_dim)
     if warp == "identity":
         return base
     if feature_map:
@@ -240,7 +179,9 @@ def formula(spec: Spec) -> str:
         text = text[1:-1]
     elif "op" not in spec or spec["op"] != "sum":
         text = f"s * {text}"
-    legend = "; ".join(sorted({f"{n.upper()}(u, u') = {LEAVES[n][1]}" for n in leaf_names(spec)}))
+    legend = "; ".join(
+        sorted({f"{n.upper()}(u, u') = {LEAVES[n].formula}" for n in leaf_names(spec)})
+    )
     return f"k(x, x') = {text}   where {legend}"
 
 
@@ -257,10 +198,6 @@ def leaf_names(spec: Spec) -> list[str]:
     return [node["kernel"] for node in leaves(spec)]
 
 
-#: Leaves that project their inputs (onto a sphere or a cylinder) before the kernel.
-PROJECTING_LEAVES: frozenset[str] = frozenset({"sl", "bock"})
-
-
 def acquisition_cost(spec: Spec) -> int:
     """A deterministic proxy of what a kernel costs the acquisition optimizer, per step.
 
@@ -275,9 +212,7 @@ def acquisition_cost(spec: Spec) -> int:
     if "op" in spec:
         return sum(acquisition_cost(a) for a in spec["args"])
     return (
-        1
-        + int(spec.get("warp", "identity") != "identity")
-        + int(spec["kernel"] in PROJECTING_LEAVES)
+        1 + int(spec.get("warp", "identity") != "identity") + int(LEAVES[spec["kernel"]].projecting)
     )
 
 

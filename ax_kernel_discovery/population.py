@@ -10,17 +10,16 @@ from pydantic import BaseModel, Field
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula, leaf
+from ax_kernel_discovery.kernels import LEAVES
 
 #: The paper's start set.
 START_SET: tuple[str, ...] = ("rbf", "matern52", "rq", "bock", "sl")
-
-_START_NAMES = {"rbf": "RBF", "matern52": "Matern52", "rq": "RQ", "bock": "BOCK", "sl": "SL"}
 
 
 def base_candidate(kernel: str, origin: str = "base") -> KernelCandidate:
     """A start-set or baseline kernel as a candidate (with its textbook formula)."""
     spec = leaf(kernel)
-    name = _START_NAMES.get(kernel, kernel)
+    name = LEAVES[kernel].title or kernel
     return KernelCandidate(name=name, formula=formula(spec), origin=origin, spec=spec)  # type: ignore[arg-type]
 
 

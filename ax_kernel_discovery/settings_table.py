@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.config import SECTIONS, KernelDiscoveryConfig
 
 __all__ = ["TABLE_END", "TABLE_FILE", "TABLE_START", "settings_table", "write_settings_table"]
 
@@ -25,21 +25,29 @@ TABLE_END = "<!-- end of settings table -->"
 
 
 def settings_table() -> str:
-    """The Markdown table of every :class:`KernelDiscoveryConfig` field: name, default, meaning.
+    """The Markdown table of every :class:`KernelDiscoveryConfig` field: name, default, meaning,
+    section by section (:data:`~ax_kernel_discovery.config.SECTIONS`).
 
     Generated from the fields' types, defaults and descriptions, so the docs cannot
     drift from the code (a test compares them; ``python -m ax_kernel_discovery.settings_table``
     rewrites the copy in :data:`TABLE_FILE`).
     """
     rows = ["| field | default | meaning |", "|---|---|---|"]
-    for name, field in KernelDiscoveryConfig.model_fields.items():
-        if field.default_factory is not None:
-            default = "from the environment"
-        else:
-            default = f"`{field.default!r}`"
-        text = " ".join((field.description or "").split()).replace("|", "\\|")
-        rows.append(f"| `{name}` | {default} | {text} |")
+    for section, names in SECTIONS.items():
+        rows.append(f"| **{section}** | | |")
+        rows += [_row(name) for name in names]
     return "\n".join(rows) + "\n"
+
+
+def _row(name: str) -> str:
+    """One field's row of :func:`settings_table`."""
+    field = KernelDiscoveryConfig.model_fields[name]
+    if field.default_factory is not None:
+        default = "from the environment"
+    else:
+        default = f"`{field.default!r}`"
+    text = " ".join((field.description or "").split()).replace("|", "\\|")
+    return f"| `{name}` | {default} | {text} |"
 
 
 def write_settings_table(path: str | Path) -> bool:

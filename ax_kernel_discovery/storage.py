@@ -62,11 +62,8 @@ __all__ = ["prepare_sql_storage", "register_storage", "register_surrogate_class"
 
 def surrogate_record_to_dict(surrogate: KernelDiscoverySurrogate) -> dict[str, Any]:
     """A generator run's copy: configuration, chosen model config, round; no state."""
-    surrogate._record_only = True
-    try:
+    with surrogate.record_only():
         return surrogate_to_dict(surrogate)
-    finally:
-        surrogate._record_only = False
 
 
 def generation_node_with_state_to_dict(node: GenerationNode) -> dict[str, Any]:

@@ -29,11 +29,8 @@ from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from pydantic import BaseModel, ConfigDict, Field
 
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.config import (
-    ConfigSource,
-    as_config,
-    resolve_device,
-)
+from ax_kernel_discovery.config import ConfigSource, KernelDiscoveryConfig
+from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.library_format import LibraryKernel, get_kernel, validate_library_kernel
 from ax_kernel_discovery.proposers.from_config import check_llm_config
 from ax_kernel_discovery.surrogate.acquisition import (
@@ -323,7 +320,7 @@ def botorch_step(
         sample_around_best: RAASP, sampling around the best points (``None``: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
         device: torch device of the BO step, resolved by
-            :func:`~ax_kernel_discovery.config.resolve_device` (``None``: Ax's choice, the
+            :func:`~ax_kernel_discovery.devices.resolve_device` (``None``: Ax's choice, the
             CPU; ``auto``: CUDA when available), the one resolution every method goes
             through.
         generator_name: Name of the node's generator (shown in trials' metadata).
@@ -535,7 +532,7 @@ def kernel_discovery_generation_strategy(
         >>> gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(), num_sobol=20)
         >>> [n.name for n in gs._nodes]  # doctest: +SKIP
     """
-    config = as_config(config)
+    config = KernelDiscoveryConfig.coerce(config)
     check_num_sobol(num_sobol)
     return sobol_then_botorch(
         surrogate or KernelDiscoverySurrogate(config),

@@ -61,7 +61,6 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.overrides import TorchFunctionMode
 
-from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.devices import check_device_name
 
 __all__ = [
@@ -70,11 +69,6 @@ __all__ = [
     "ValidationResult",
     "check_kernel",
 ]
-
-# validate_kernel_code runs these checks in the sandbox, a layer above this module
-__getattr__ = moved_names(
-    __name__, {"validate_kernel_code": "ax_kernel_discovery.sandbox.validate"}
-)
 
 STAGES = (
     "syntax",

@@ -46,8 +46,8 @@ from ax_kernel_discovery.llm.client import LLMClient  # noqa: E402
 from ax_kernel_discovery.llm.factory import make_client  # noqa: E402
 from ax_kernel_discovery.llm.local_model import QWEN_GGUF  # noqa: E402
 from ax_kernel_discovery.llm.templates import seed_formulas  # noqa: E402
-from ax_kernel_discovery.population import start_candidates  # noqa: E402
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposer  # noqa: E402
+from ax_kernel_discovery.population import MemberSummary, start_candidates  # noqa: E402
+from ax_kernel_discovery.proposers.base import Proposer  # noqa: E402
 from ax_kernel_discovery.proposers.direct import DirectCodeProposer  # noqa: E402
 from ax_kernel_discovery.proposers.llm import LLMProposer  # noqa: E402
 

@@ -295,13 +295,13 @@ def _chosen(
     if rec.get("guarded") or name == GUARD:
         return {"name": GUARD, "guarded": True}
     for surrogate, source in ((after, "run"), (before, "refit")):
-        if surrogate is None or METRIC not in surrogate.outcome_states:
+        if surrogate is None or METRIC not in surrogate.state.outcomes:
             continue
-        pop = surrogate.outcome_states[METRIC].population
+        pop = surrogate.state.outcomes[METRIC].population
         if name not in pop.names:
             continue
         cand = pop.get(name).candidate
-        params = surrogate.outcome_states[METRIC].warm.get(name)
+        params = surrogate.state.outcomes[METRIC].warm.get(name)
         if source == "refit":  # fit it on the round's data, from its last warm start
             config = before.config
             maxiter = config.fit_maxiter if params is not None else 4 * (config.fit_maxiter or 50)

@@ -56,7 +56,9 @@ def main() -> Client:
 
     surrogate = surrogate_of(client)
     for record in surrogate.history:  # one record per round and objective
-        print(f"round {record.round} {record.outcome}: chose {record.chosen}, struck {record.struck}")
+        print(
+            f"round {record.round} {record.outcome}: chose {record.chosen}, struck {record.struck}"
+        )
     front = client.get_pareto_frontier(use_model_predictions=False)
     print(f"{len(front)} points on the Pareto front")
     for name, population in surrogate.populations.items():

@@ -104,5 +104,5 @@ class RecordingProposer(Proposer):
 
 @pytest.fixture
 def recording_proposer() -> RecordingProposer:
-    """A :class:`RecordingProposer` to put in a surrogate (``surrogate._proposer``)."""
+    """A :class:`RecordingProposer` to put in a surrogate (``surrogate.proposing.proposer``)."""
     return RecordingProposer()

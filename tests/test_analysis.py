@@ -14,7 +14,7 @@ from ax_kernel_discovery.surrogate.state import OutcomeState
 def _surrogate() -> KernelDiscoverySurrogate:
     s = KernelDiscoverySurrogate()
     pop = s._new_population()
-    s.outcome_states["f"] = OutcomeState(pop)
+    s.state.outcomes["f"] = OutcomeState(pop)
     a_spec = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("sl")]}
     a = KernelCandidate(
         name="a", formula=formula(a_spec), origin="offline", parents=("RBF", "SL"), spec=a_spec

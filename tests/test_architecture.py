@@ -1,4 +1,4 @@
-"""The package's architecture: import contracts hold, old import paths keep working.
+"""The package's architecture: import contracts hold, each name has one import path.
 
 The contracts are ``[tool.importlinter]`` in ``pyproject.toml`` (see
 ``docs/architecture.md``); import-linter is a dev tool, so these tests need the dev extra.
@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -49,58 +48,35 @@ PUBLIC_NAMES = {
     "surrogate_of",
 }
 
-#: Names that moved up a layer: (old module, name, new module). The old path warns.
-MOVED_UP = [
-    (
-        "ax_kernel_discovery.validation",
-        "validate_kernel_code",
-        "ax_kernel_discovery.sandbox.validate",
-    ),
-    ("ax_kernel_discovery.llm.client", "make_client", "ax_kernel_discovery.llm.factory"),
-    (
-        "ax_kernel_discovery.proposers.llm",
-        "proposer_from_config",
-        "ax_kernel_discovery.proposers.from_config",
-    ),
-    (
-        "ax_kernel_discovery.proposers.llm",
-        "LOCAL_TIMEOUT_S",
-        "ax_kernel_discovery.proposers.from_config",
-    ),
+#: Import paths that deprecation stubs served until issue 32 (no release ever shipped
+#: them): modules that moved into packages, and names that moved up or were renamed.
+GONE_MODULES = [
+    "ax_kernel_discovery.acquisition",
+    "ax_kernel_discovery.cake",
+    "ax_kernel_discovery.compositional_search",
+    "ax_kernel_discovery.diagnostics",
+    "ax_kernel_discovery.executors",
+    "ax_kernel_discovery.kernels.discovered",
+    "ax_kernel_discovery.report",
+    "ax_kernel_discovery.round_record",
+    "ax_kernel_discovery.runner.config",
+    "ax_kernel_discovery.study_diagnostics",
+    "ax_kernel_discovery.study_markdown",
+    "ax_kernel_discovery.study_report",
+    "ax_kernel_discovery.study_statistics",
+    "ax_kernel_discovery.surrogate_admission",
+    "ax_kernel_discovery.surrogate_fitting",
+    "ax_kernel_discovery.surrogate_state",
+    "ax_kernel_discovery.sweep",
+    "ax_kernel_discovery._deprecated",
 ]
-
-#: Names that moved down a layer: (old module, name, new module). The old module imports
-#: them, so the old path is the same object, without a warning.
-MOVED_DOWN = [
-    ("ax_kernel_discovery.proposers.base", "MemberSummary", "ax_kernel_discovery.population"),
-    ("ax_kernel_discovery.proposers", "MemberSummary", "ax_kernel_discovery.population"),
-    ("ax_kernel_discovery.surrogate.state", "encode_keys", "ax_kernel_discovery.candidate"),
-    ("ax_kernel_discovery.surrogate.state", "decode_keys", "ax_kernel_discovery.candidate"),
-    (
-        "ax_kernel_discovery.benchmarks.svm",
-        "FULL_FILE_NAMES",
-        "ax_kernel_discovery.benchmarks.datasets",
-    ),
-    ("ax_kernel_discovery.config", "resolve_device", "ax_kernel_discovery.devices"),
-    ("ax_kernel_discovery.config", "check_device", "ax_kernel_discovery.devices"),
-    ("ax_kernel_discovery.config", "check_device_name", "ax_kernel_discovery.devices"),
-    ("ax_kernel_discovery.config", "DeviceUnavailableError", "ax_kernel_discovery.devices"),
-] + [
-    ("ax_kernel_discovery.library", name, "ax_kernel_discovery.library_format")
-    for name in (
-        "LIBRARY_FORMAT",
-        "LIBRARY_VERSION",
-        "VALIDATION_DIM",
-        "KernelLibraryError",
-        "LibraryKernel",
-        "get_kernel",
-        "library_entries",
-        "library_start_candidates",
-        "load_kernels",
-        "parse_library",
-        "save_kernels",
-        "validate_library_kernel",
-    )
+GONE_NAMES = [
+    ("ax_kernel_discovery.validation", "validate_kernel_code"),
+    ("ax_kernel_discovery.llm.client", "make_client"),
+    ("ax_kernel_discovery.proposers.llm", "proposer_from_config"),
+    ("ax_kernel_discovery.proposers.llm", "LOCAL_TIMEOUT_S"),
+    ("ax_kernel_discovery.surrogate", "model_config_for"),
+    ("ax_kernel_discovery.surrogate.fitting", "model_config_for"),
 ]
 
 
@@ -227,37 +203,83 @@ def test_the_version_comes_from_the_package_metadata() -> None:
     assert ax_kernel_discovery.__version__ == importlib.metadata.version("ax-kernel-discovery")
 
 
-#: Names that were renamed: (old module, old name, new module, new name). The old name
-#: warns and gives the new object, for one release.
-RENAMED = [
-    (
-        "ax_kernel_discovery.surrogate",
-        "model_config_for",
-        "ax_kernel_discovery.surrogate.fitting",
-        "candidate_model_config",
-    ),
-    (
-        "ax_kernel_discovery.surrogate.fitting",
-        "model_config_for",
-        "ax_kernel_discovery.surrogate.fitting",
-        "candidate_model_config",
-    ),
-]
+@pytest.mark.parametrize("old", GONE_MODULES)
+def test_no_deprecation_stub_is_left(old: str) -> None:
+    # the files, not an import: an editable install of another checkout may still serve them
+    path = REPO.joinpath(*old.split("."))
+    assert not path.with_suffix(".py").exists() and not (path / "__init__.py").exists()
 
 
-@pytest.mark.parametrize(
-    ("old", "name", "new", "new_name"), [(o, n, m, n) for o, n, m in MOVED_UP] + RENAMED
-)
-def test_a_name_moved_up_or_renamed_keeps_its_old_path_with_a_deprecation_warning(
-    old: str, name: str, new: str, new_name: str
-) -> None:
-    moved = getattr(importlib.import_module(new), new_name)
-    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new}\.{new_name}"):
-        assert getattr(importlib.import_module(old), name) is moved
-    with pytest.warns(DeprecationWarning):
-        namespace: dict[str, object] = {}
-        exec(f"from {old} import {name}", namespace)  # the form scripts use
-    assert namespace[name] is moved
+@pytest.mark.parametrize(("module", "name"), GONE_NAMES)
+def test_a_moved_name_has_no_old_path(module: str, name: str) -> None:
+    assert not hasattr(importlib.import_module(module), name)
+
+
+def _modules(package: Path) -> dict[str, tuple[Path, bool]]:
+    """Every module of ``package`` by dotted name, and whether it is a package's face."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        face = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if face else parts)] = (path, face)
+    return out
+
+
+def _defined_names(path: Path) -> set[str]:
+    """The names a module defines at its top level (not those it imports)."""
+    names: set[str] = set()
+    statements = list(ast.parse(path.read_text()).body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try)):  # definitions under a condition
+            statements += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+            statements += [s for h in getattr(node, "handlers", []) for s in h.body]
+    return names
+
+
+def _imports_from_a_second_path(package: Path) -> list[str]:
+    """Every ``from <a module of the package> import name`` where that module does not
+    define ``name`` but imports it: a second path to a name. Packages' faces
+    (``__init__``) and the kernel-library face (``library``) gather names on purpose."""
+    modules = _modules(package)
+    defined = {name: _defined_names(path) for name, (path, _) in modules.items()}
+    found = []
+    for path, _ in modules.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module not in modules:
+                continue
+            if modules[node.module][1] or node.module == "ax_kernel_discovery.library":
+                continue
+            found += [
+                f"{path.relative_to(package.parent)}:{node.lineno}: {node.module} {a.name}"
+                for a in node.names
+                if a.name not in defined[node.module] and f"{node.module}.{a.name}" not in modules
+            ]
+    return found
+
+
+def test_a_name_has_one_import_path() -> None:
+    assert _imports_from_a_second_path(REPO / "ax_kernel_discovery") == []
+
+
+def test_no_module_of_the_package_serves_names_it_does_not_hold() -> None:
+    """No module ``__getattr__`` (the deprecation stubs' mechanism) anywhere."""
+    for name, (path, _) in _modules(REPO / "ax_kernel_discovery").items():
+        assert "__getattr__" not in _defined_names(path), name
+
+
+def test_the_library_face_gathers_the_library_names() -> None:
+    """``library`` hands on the names of the library file format, the same objects."""
+    library = importlib.import_module("ax_kernel_discovery.library")
+    library_format = importlib.import_module("ax_kernel_discovery.library_format")
+    gathered = [name for name in library.__all__ if name in library_format.__all__]
+    assert {"load_kernels", "save_kernels", "LibraryKernel", "get_kernel"} <= set(gathered)
+    assert all(getattr(library, n) is getattr(library_format, n) for n in gathered)
 
 
 def test_one_public_model_config_for() -> None:
@@ -266,93 +288,6 @@ def test_one_public_model_config_for() -> None:
 
     assert ax_kernel_discovery.model_config_for is library.model_config_for
     assert library.model_config_for is not surrogate.candidate_model_config
-    assert "model_config_for" not in surrogate.__all__
-    assert (
-        "model_config_for"
-        not in importlib.import_module("ax_kernel_discovery.surrogate.fitting").__all__
-    )
-
-
-@pytest.mark.parametrize(("old", "name", "new"), MOVED_DOWN)
-def test_a_name_moved_down_is_the_same_object_at_its_old_path(
-    old: str, name: str, new: str
-) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert getattr(importlib.import_module(old), name) is getattr(
-            importlib.import_module(new), name
-        )
-
-
-def test_an_unknown_name_of_a_module_with_moved_names_is_still_an_attribute_error() -> None:
-    validation = importlib.import_module("ax_kernel_discovery.validation")
-    with pytest.raises(AttributeError, match="has no attribute 'validate_kernel_codes'"):
-        validation.validate_kernel_codes  # noqa: B018
-    assert not hasattr(validation, "make_client")
-
-
-#: Modules that moved into a package (issue 23): (old module, a name it held, new module).
-#: The old module is a stub whose ``__getattr__`` serves every name of the new one, with a
-#: ``DeprecationWarning``, for one release.
-MOVED_MODULES = [
-    (
-        "ax_kernel_discovery.surrogate_fitting",
-        "GUARD_NAME",
-        "ax_kernel_discovery.surrogate.fitting",
-    ),
-    (
-        "ax_kernel_discovery.surrogate_admission",
-        "CandidateAdmission",
-        "ax_kernel_discovery.surrogate.admission",
-    ),
-    ("ax_kernel_discovery.surrogate_state", "LastChoice", "ax_kernel_discovery.surrogate.state"),
-    (
-        "ax_kernel_discovery.round_record",
-        "RoundRecord",
-        "ax_kernel_discovery.surrogate.round_record",
-    ),
-    ("ax_kernel_discovery.acquisition", "annotations", "ax_kernel_discovery.surrogate.acquisition"),
-    ("ax_kernel_discovery.cake", "CAKE_DEFAULTS", "ax_kernel_discovery.baselines.cake"),
-    (
-        "ax_kernel_discovery.compositional_search",
-        "COMPOSITIONAL_DEFAULTS",
-        "ax_kernel_discovery.baselines.compositional",
-    ),
-    ("ax_kernel_discovery.study_report", "BASE_KERNELS", "ax_kernel_discovery.study.report"),
-    ("ax_kernel_discovery.study_markdown", "study_markdown", "ax_kernel_discovery.study.markdown"),
-    (
-        "ax_kernel_discovery.study_diagnostics",
-        "BASE_KERNELS",
-        "ax_kernel_discovery.study.diagnostics",
-    ),
-    (
-        "ax_kernel_discovery.study_statistics",
-        "TIE_TOLERANCE",
-        "ax_kernel_discovery.study.statistics",
-    ),
-    ("ax_kernel_discovery.sweep", "run_configs", "ax_kernel_discovery.runner.sweep"),
-    ("ax_kernel_discovery.executors", "EXECUTORS", "ax_kernel_discovery.runner.executors"),
-    ("ax_kernel_discovery.report", "Cell", "ax_kernel_discovery.runner.report"),
-    ("ax_kernel_discovery.diagnostics", "annotations", "ax_kernel_discovery.runner.diagnostics"),
-    ("ax_kernel_discovery.runner.config", "KD_METHODS", "ax_kernel_discovery.runner.run_config"),
-    (
-        "ax_kernel_discovery.kernels.discovered",
-        "annotations",
-        "ax_kernel_discovery.surrogate.discovered",
-    ),
-]
-
-
-@pytest.mark.parametrize(("old", "name", "new"), MOVED_MODULES)
-def test_a_moved_module_keeps_its_old_path_with_a_deprecation_warning(
-    old: str, name: str, new: str
-) -> None:
-    moved = getattr(importlib.import_module(new), name)
-    with pytest.warns(DeprecationWarning, match=rf"{old} moved to {new}; import {name}"):
-        namespace: dict[str, object] = {}
-        exec(f"from {old} import {name}", namespace)  # the form scripts use
-    assert namespace[name] is moved
-    assert not hasattr(importlib.import_module(old), "no_such_name")
 
 
 def test_the_packages_keep_the_names_of_the_modules_they_replace() -> None:

@@ -139,22 +139,22 @@ def test_llm_option_sets_the_llm_proposer() -> None:
     from ax_kernel_discovery.cli import _settings, build_parser
     from ax_kernel_discovery.config import KernelDiscoveryConfig
     from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
-    from ax_kernel_discovery.proposers.from_config import proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import make_proposer
     from ax_kernel_discovery.proposers.llm import LLMProposer
 
     argv = ["run", "--problem", "rover60", "--method", "kd", "--llm", "local"]
     settings = _settings(build_parser().parse_args(argv))
     assert settings["kd_config"] == {"proposer": "llm", "llm_model": "local"}
-    proposer = proposer_from_config(KernelDiscoveryConfig(**settings["kd_config"]))
+    proposer = make_proposer(KernelDiscoveryConfig(**settings["kd_config"]))
     assert isinstance(proposer, ExpressionLLMProposer)  # auto: structured for the local model
     code = KernelDiscoveryConfig(**settings["kd_config"], proposal_format="code")
-    coded = proposer_from_config(code)
+    coded = make_proposer(code)
     assert isinstance(coded, LLMProposer) and coded.conversion_style == "pair"  # auto
     argv += ["--kd-config", '{"conversion_style": "class", "num_formulas": 1}']
     settings = _settings(build_parser().parse_args(argv))
     assert settings["kd_config"]["conversion_style"] == "class"
     assert settings["kd_config"]["llm_model"] == "local"
-    api = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
+    api = make_proposer(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
     assert isinstance(api, LLMProposer) and api.conversion_style == "class"  # auto
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from ax_kernel_discovery import KernelDiscoveryConfig
+from ax_kernel_discovery.config import SECTIONS
 
 
 @pytest.mark.parametrize(
@@ -72,6 +75,51 @@ def test_replay_without_cache_is_refused() -> None:
     with pytest.raises(ValidationError, match="llm_mode='replay' needs llm_cache_dir"):
         KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o", llm_mode="replay")
     assert KernelDiscoveryConfig(llm_mode="replay", llm_cache_dir="/tmp/x").llm_mode == "replay"
+
+
+def test_every_setting_is_in_one_section_in_the_order_of_the_fields() -> None:
+    names = [name for fields in SECTIONS.values() for name in fields]
+    assert names == list(KernelDiscoveryConfig.model_fields)
+    assert set(SECTIONS) == {"population", "choice", "fitting", "proposals", "llm", "run"}
+
+
+def test_a_section_may_be_given_as_a_mapping_and_read_back_as_one() -> None:
+    nested = KernelDiscoveryConfig(
+        population={"population_size": 8}, fitting={"fit_maxiter": 20}, seed=3
+    )
+    flat = KernelDiscoveryConfig(population_size=8, fit_maxiter=20, seed=3)
+    assert nested == flat
+    assert nested.model_dump() == flat.model_dump()  # saved flat, whichever form was given
+    assert nested.section("fitting")["fit_maxiter"] == 20
+    assert list(nested.section("run")) == list(SECTIONS["run"])
+    with pytest.raises(ValidationError, match="'fit_maxiter' is not a setting of the 'llm'"):
+        KernelDiscoveryConfig(llm={"fit_maxiter": 20})
+    with pytest.raises(ValidationError, match="'seed' is given twice"):
+        KernelDiscoveryConfig(run={"seed": 1}, seed=2)
+
+
+def test_coerce_takes_every_form_of_a_config() -> None:
+    config = KernelDiscoveryConfig(population_size=8)
+    assert KernelDiscoveryConfig.coerce(config) is config
+    assert KernelDiscoveryConfig.coerce(None) == KernelDiscoveryConfig()
+    assert KernelDiscoveryConfig.coerce({"population_size": 8}) == config
+    assert KernelDiscoveryConfig.coerce(config.model_dump(mode="json")) == config  # saved runs
+    assert KernelDiscoveryConfig.coerce({"population": {"population_size": 8}}) == config
+    with pytest.raises(ValidationError, match="unknown setting 'populaton_size'"):
+        KernelDiscoveryConfig.coerce({"populaton_size": 8})
+
+
+def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
+    path = tmp_path / "kd.json"
+    path.write_text('{"population_size": 8, "fitting": {"fit_maxiter": 20}}')
+    config = KernelDiscoveryConfig.coerce(path)
+    assert config == KernelDiscoveryConfig.coerce(str(path))
+    assert (config.population_size, config.fit_maxiter) == (8, 20)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        KernelDiscoveryConfig.coerce(tmp_path / "missing.json")
+    path.write_text("[8]")
+    with pytest.raises(ValueError, match="holds a JSON list, not an object"):
+        KernelDiscoveryConfig.coerce(path)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ import torch
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import (
-    LEAVES,
     PAPER_KERNELS,
     WARPS,
     build_kernel,
@@ -15,6 +14,7 @@ from ax_kernel_discovery.expression import (
     formula,
     validate_spec,
 )
+from ax_kernel_discovery.kernels import LEAVES
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 from ax_kernel_discovery.validation import check_kernel

@@ -25,8 +25,11 @@ import pytest
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
+from ax.storage.json_store.decoder import object_from_json
+from ax.storage.json_store.encoder import object_to_json
 from ax.utils.common.logger import set_ax_logger_levels
 from ax.utils.common.random import with_rng_seed
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
@@ -37,7 +40,8 @@ from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.core import STATE_FORMAT
+from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.state import STATE_FORMAT
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")
 # SQLAlchemy 2 on Ax's own column type (Ax's code, harmless)
@@ -198,14 +202,14 @@ def test_prequential_selection_reloads_without_changing_anything(tmp_path: Path)
 
 
 def assert_same_state(a: KernelDiscoverySurrogate, b: KernelDiscoverySurrogate) -> None:
-    assert b.round_index == a.round_index
+    assert b.state.round_index == a.state.round_index
     assert b.config == a.config
     assert population_of(b) == population_of(a)
     assert [m.formula for m in b.population] == [m.formula for m in a.population]
     assert [r.model_dump() for r in b.history] == [r.model_dump() for r in a.history]
-    assert b.outcome_states.keys() == a.outcome_states.keys()
-    for outcome, state in a.outcome_states.items():
-        loaded = b.outcome_states[outcome]
+    assert b.state.outcomes.keys() == a.state.outcomes.keys()
+    for outcome, state in a.state.outcomes.items():
+        loaded = b.state.outcomes[outcome]
         assert loaded.last_choice == state.last_choice
         assert loaded.warm.keys() == state.warm.keys()
         for key, params in state.warm.items():
@@ -222,7 +226,7 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     for _ in range(2):
         run_batch(client, Q)
     live = find_surrogate(client)
-    kept = live.outcome_states["f"]
+    kept = live.state.outcomes["f"]
     assert kept.warm and kept.last_choice, "nothing to carry over"
 
     json_path = tmp_path / "run.json"
@@ -231,18 +235,22 @@ def test_sqlite_backed_client_reloads_and_continues(straight: Client, tmp_path: 
     from_json = Client.load_from_json_file(str(json_path))
     assert_same_state(live, find_surrogate(from_sql))
     assert_same_state(find_surrogate(from_json), find_surrogate(from_sql))
-    # kd's acquisition (registered with Ax's storage) comes back with the node, and the
-    # acquisition function stays Ax's choice for the experiment (none fixed by kd)
+    # the BO node names no acquisition function (Ax chooses one for the experiment), and
+    # the reloaded surrogate computes Ax's qLogNEI with kd's NewRowsqLogNEI again
     for reloaded in (from_sql, from_json):
         node = reloaded._generation_strategy._nodes[-1]
         kwargs = node.generator_specs[0].generator_kwargs
         assert kwargs["acquisition_class"] is KernelDiscoveryAcquisition
         assert kwargs["botorch_acqf_class"] is None
+        chosen = find_surrogate(reloaded).acqf_class_for(qLogNoisyExpectedImprovement)
+        assert chosen is NewRowsqLogNEI
+    # and kd's acquisition function class itself is registered with Ax's storage
+    assert object_from_json(object_to_json(NewRowsqLogNEI)) is NewRowsqLogNEI
 
     # the reloaded client continues, saving to the database, as the straight run did
     run_batch(from_sql, Q)
     continued = find_surrogate(from_sql)
-    assert continued.round_index == 3
+    assert continued.state.round_index == 3
     assert_same_rounds(find_surrogate(straight).history[:3], continued.history)
     again = find_surrogate(Client.load_from_database("kd_storage", storage_config=storage_config))
     assert_same_state(continued, again)
@@ -260,17 +268,14 @@ def test_the_full_state_is_written_once_per_file(straight: Client, tmp_path: Pat
         if "surrogate" in (gr.get("generator_kwargs") or {})
     ]
     assert len(records) == ROUNDS
-    assert all(
-        r["state"]
-        == {
-            "format": STATE_FORMAT,
-            "round_index": ROUNDS,
-            "objective_weights": {"f": -1.0},
-            "objective_matrix": [{"f": -1.0}],
-            "record": True,
-        }
-        for r in records
-    )
+    record = {
+        "format": STATE_FORMAT,
+        "round_index": ROUNDS,
+        "objective_weights": {"f": -1.0},
+        "objective_matrix": [{"f": -1.0}],
+        "record": True,
+    }
+    assert all(r["state"] == record for r in records)
     loaded = Client.load_from_json_file(str(path))
     assert_same_state(find_surrogate(straight), find_surrogate(loaded))
 

@@ -27,7 +27,7 @@ from ax_kernel_discovery import (
     surrogate_of,
 )
 from ax_kernel_discovery.baselines import methods as baselines
-from ax_kernel_discovery.config import DeviceUnavailableError
+from ax_kernel_discovery.devices import DeviceUnavailableError
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
 from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.runner import RunConfig, method_options
@@ -256,8 +256,8 @@ def test_kd_uses_the_acquisition_ax_chooses_for_the_experiment() -> None:
     assert set(_acqf_built(moo)) == {qLogNoisyExpectedHypervolumeImprovement}
     surrogate = surrogate_of(moo)
     # item 2: the objective weights are kept as Ax's matrix, one row per objective
-    assert surrogate.objective_matrix == [{"a": -1.0, "b": 0.0}, {"a": 0.0, "b": -1.0}]
-    assert surrogate.objective_weights == {"a": -1.0, "b": -1.0}
+    assert surrogate.state.objective_matrix == [{"a": -1.0, "b": 0.0}, {"a": 0.0, "b": -1.0}]
+    assert surrogate.state.objective_weights == {"a": -1.0, "b": -1.0}
     assert {r.outcome for r in surrogate.history} == {"a", "b"}
 
 

@@ -11,21 +11,22 @@
 
 from __future__ import annotations
 
-from ax_kernel_discovery.baselines.methods import (
+from ax_kernel_discovery.baselines.compositional import (
     COMPOSITIONAL_DEFAULTS,
+    CompositionalSearchSurrogate,
+    reuse_hyperparameters,
+)
+from ax_kernel_discovery.baselines.methods import (
     FIXED_KERNELS,
     METHODS,
     SAASBO_MAX_BUDGET,
-    CompositionalSearchSurrogate,
     MethodInfo,
     UnknownMethodError,
     fixed_kernel_surrogate,
     get_method,
     greedy_surrogate,
     method_info,
-    reuse_hyperparameters,
     saasbo_surrogate,
-    surrogate_of,
 )
 
 __all__ = [
@@ -42,5 +43,4 @@ __all__ = [
     "method_info",
     "reuse_hyperparameters",
     "saasbo_surrogate",
-    "surrogate_of",
 ]

@@ -87,10 +87,8 @@ class CakeSurrogate(KernelDiscoverySurrogate):
     ) -> None:
         if config is None:
             config = KernelDiscoveryConfig(**CAKE_DEFAULTS)
-        elif not isinstance(config, KernelDiscoveryConfig):
-            config = KernelDiscoveryConfig.model_validate(dict(config))
         # "llm" keeps the surrogate's LLM paths (prefetch); the fallback stays off
-        config = config.model_copy(
+        config = KernelDiscoveryConfig.coerce(config).model_copy(
             update={
                 "criterion": "bic",
                 "proposer": "llm",

@@ -86,9 +86,7 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
             config = KernelDiscoveryConfig(
                 proposals_per_round=2 * len(base_kernels), population_size=5
             )
-        elif not isinstance(config, KernelDiscoveryConfig):
-            config = KernelDiscoveryConfig.model_validate(dict(config))
-        config = config.model_copy(
+        config = KernelDiscoveryConfig.coerce(config).model_copy(
             update={
                 "criterion": "bic",
                 "proposer": "offline",

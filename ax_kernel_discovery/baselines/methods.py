@@ -58,7 +58,6 @@ from ax_kernel_discovery.baselines.cake import CAKE_DEFAULTS, CakeSurrogate, che
 from ax_kernel_discovery.baselines.compositional import (
     COMPOSITIONAL_DEFAULTS,
     CompositionalSearchSurrogate,
-    reuse_hyperparameters,
 )
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
@@ -68,9 +67,9 @@ from ax_kernel_discovery.strategy import (
     AcquisitionOptions,
     check_num_sobol,
     sobol_then_botorch,
-    surrogate_of,
 )
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate, candidate_model_config
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.fitting import candidate_model_config
 
 #: Fixed-kernel baselines (leaf names of :mod:`ax_kernel_discovery.expression`).
 FIXED_KERNELS: tuple[str, ...] = ("rbf", "matern52", "linear", "periodic", "rq", "bock", "sl")
@@ -151,9 +150,7 @@ def _kd_config(options: dict[str, Any], seed: int) -> KernelDiscoveryConfig:
     config = options.pop("config", None)
     if config is None:
         return KernelDiscoveryConfig(seed=seed)
-    if not isinstance(config, KernelDiscoveryConfig):
-        config = KernelDiscoveryConfig.model_validate(dict(config))
-    return config
+    return KernelDiscoveryConfig.coerce(config)
 
 
 def _build_kd(**options: Any) -> GenerationStrategy:
@@ -220,8 +217,7 @@ def _build_cake(**options: Any) -> GenerationStrategy:
     _no_more("cake", options)
     if config is None:
         config = KernelDiscoveryConfig(**CAKE_DEFAULTS, seed=common["seed"])
-    elif not isinstance(config, KernelDiscoveryConfig):
-        config = KernelDiscoveryConfig.model_validate(dict(config))
+    config = KernelDiscoveryConfig.coerce(config)
     check_cake_config(config)
     surrogate = CakeSurrogate(config)
     common["device"] = common["device"] or surrogate.config.device
@@ -423,12 +419,10 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
 
 
 __all__ = [
-    "COMPOSITIONAL_DEFAULTS",
     "FIXED_KERNELS",
     "KD_SURROGATES",
     "METHODS",
     "SAASBO_MAX_BUDGET",
-    "CompositionalSearchSurrogate",
     "MethodInfo",
     "UnknownMethodError",
     "ax_strategy",
@@ -438,7 +432,5 @@ __all__ = [
     "get_method",
     "greedy_surrogate",
     "method_info",
-    "reuse_hyperparameters",
     "saasbo_surrogate",
-    "surrogate_of",
 ]

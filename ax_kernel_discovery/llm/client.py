@@ -31,16 +31,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.llm.cache import Message, ResponseCache, cache_key
 from ax_kernel_discovery.llm.ledger import LedgerRecord, ledger_summary
-
-# make_client starts the local server (local_model), which sits above this module
-__getattr__ = moved_names(__name__, {"make_client": "ax_kernel_discovery.llm.factory"})
 
 #: Documented environment variables (read here and nowhere else).
 ENV_MODEL = "AXKD_LLM_MODEL"
@@ -140,6 +136,8 @@ class LLMClient:
         seed: Default seed sent to the provider and used in the cache key.
         max_workers: Threads for :meth:`complete_many`.
         extra_params: Sent with every call (e.g. ``{"api_version": ...}``).
+        owned_server: A server this client stops on :meth:`close` (a
+            :class:`~ax_kernel_discovery.llm.local_model.LocalLLMServer` that made it).
 
     Example:
         >>> client = LLMClient("openai/fake", api_base="http://127.0.0.1:8000/v1")
@@ -163,6 +161,7 @@ class LLMClient:
         seed: int | None = None,
         max_workers: int = 4,
         extra_params: Mapping[str, Any] | None = None,
+        owned_server: Any = None,
     ) -> None:
         model = model or os.environ.get(ENV_MODEL)
         if not model:
@@ -188,7 +187,7 @@ class LLMClient:
         self.ledger: list[LedgerRecord] = []
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}
-        self._owned_server: Any = None  # a LocalLLMServer this client stops on close()
+        self._owned_server = owned_server  # stopped on close()
         #: Calls waiting for an answer: id -> (stage, start time); see :meth:`waiting`.
         self._in_flight: dict[int, tuple[str, float]] = {}
 
@@ -413,11 +412,6 @@ class LLMClient:
     def summary(self, records: Sequence[LedgerRecord] | None = None) -> dict[str, Any]:
         """Totals over the ledger (or the given records), overall and per stage."""
         return ledger_summary(self.model, self.ledger if records is None else records)
-
-    def ledger_dicts(self) -> list[dict[str, Any]]:
-        """The ledger as plain dicts (for JSON reports)."""
-        with self._lock:
-            return [asdict(r) for r in self.ledger]
 
     # -------------------------------------------------------------- lifecycle
     def close(self) -> None:

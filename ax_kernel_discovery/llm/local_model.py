@@ -383,9 +383,9 @@ class LocalLLMServer:
         Keyword arguments go to the client (temperature, cache_dir, mode, ...).
         """
         self.start()
-        client = LLMClient(model=self.litellm_model, api_base=self.api_base, **kwargs)
-        client._owned_server = self
-        return client
+        return LLMClient(
+            model=self.litellm_model, api_base=self.api_base, owned_server=self, **kwargs
+        )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LocalLLMServer:
         return self  # one process-wide server per model; copies share it

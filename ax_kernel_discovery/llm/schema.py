@@ -39,7 +39,8 @@ import copy
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ax_kernel_discovery.expression import DISTANCE_KERNELS, LEAVES, WARPS
+from ax_kernel_discovery.expression import ISOTROPIC_LEAVES, WARPS
+from ax_kernel_discovery.kernels import LEAVES
 from ax_kernel_discovery.llm.client import import_litellm
 
 __all__ = [
@@ -61,14 +62,14 @@ RATIONALE_MAX_CHARS = 200
 def leaf_schema(leaves: Sequence[str] | None = None, warps: Sequence[str] | None = None) -> Schema:
     """A leaf ``{"kernel": ..., "warp": ..., "ard": ...}`` (all fields required, in order).
 
-    Only the distance kernels may be isotropic (``ard: false``), so when both kinds are
-    allowed the leaf is ``anyOf`` a distance leaf (``ard`` true or false) and another
+    Only the classic distance kernels may be isotropic (``ard: false``), so when both kinds
+    are allowed the leaf is ``anyOf`` such a leaf (``ard`` true or false) and another
     leaf (``ard`` true only): the schema then excludes what the validator would refuse.
     """
     names = list(leaves or LEAVES)
     warp = {"type": "string", "enum": list(warps or WARPS)}
-    distance = [k for k in names if k in DISTANCE_KERNELS]
-    other = [k for k in names if k not in DISTANCE_KERNELS]
+    distance = [k for k in names if k in ISOTROPIC_LEAVES]
+    other = [k for k in names if k not in ISOTROPIC_LEAVES]
 
     def one(kernels: list[str], ard: Schema) -> Schema:
         return {

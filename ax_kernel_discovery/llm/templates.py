@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from ax_kernel_discovery.expression import LEAVES, WARPS
+from ax_kernel_discovery.expression import WARPS
+from ax_kernel_discovery.kernels import LEAVES
 from ax_kernel_discovery.llm.parsing import (
     FormulaBlock,
     extract_function_block,
@@ -255,7 +256,7 @@ def expression_messages(
         "expression_discovery",
         dim=dim,
         num_kernels=num_kernels,
-        leaves="\n".join(f"- {k}: {LEAVES[k][1]}" for k in leaves),
+        leaves="\n".join(f"- {k}: {LEAVES[k].formula}" for k in leaves),
         warps="\n".join(f"- {w}: {'x itself' if w == 'identity' else WARPS[w]}" for w in warps),
         isotropic=", ".join(isotropic),
         max_depth=max_depth,

@@ -16,7 +16,7 @@ from typing import Any
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection, decode_keys, encode_keys
 from ax_kernel_discovery.population import MemberSummary
 
-__all__ = ["MemberSummary", "Proposal", "Proposer", "SeenKeysMixin"]
+__all__ = ["Proposal", "Proposer", "SeenKeysMixin"]
 
 
 @dataclass
@@ -86,6 +86,11 @@ class Proposer(abc.ABC):
         Read from another thread by progress bars while a round runs; the default
         never waits.
         """
+        return None
+
+    def close(self) -> None:
+        """Release what the proposer holds (a local LLM server); the surrogate's ``close()``
+        calls it. The default holds nothing."""
         return None
 
     @abc.abstractmethod

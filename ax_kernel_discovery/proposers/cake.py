@@ -36,7 +36,7 @@ from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
 from ax_kernel_discovery.llm.json_reply import json_values
 from ax_kernel_discovery.llm.schema import decoding_for, response_format
 from ax_kernel_discovery.llm.templates import chat_messages, ranked_members, render_prompt
-from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.population import MemberSummary
 from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, ProposalRound
 
 __all__ = [

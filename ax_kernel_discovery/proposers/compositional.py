@@ -40,9 +40,8 @@ from collections.abc import Sequence
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import Spec, leaf, leaves, short_name
 from ax_kernel_discovery.expression import formula as spec_formula
-from ax_kernel_discovery.population import START_SET, base_candidate
+from ax_kernel_discovery.population import START_SET, MemberSummary, base_candidate
 from ax_kernel_discovery.proposers.base import (
-    MemberSummary,
     Proposal,
     Proposer,
     SeenKeysMixin,

@@ -42,8 +42,7 @@ from typing import Any, Literal
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import (
-    DISTANCE_KERNELS,
-    LEAVES,
+    ISOTROPIC_LEAVES,
     WARPS,
     Spec,
     canonical,
@@ -53,6 +52,7 @@ from ax_kernel_discovery.expression import (
     short_name,
     validate_spec,
 )
+from ax_kernel_discovery.kernels import LEAVES
 from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
 from ax_kernel_discovery.llm.json_reply import parse_kernel_trees
 from ax_kernel_discovery.llm.parsing import ParseError
@@ -64,7 +64,7 @@ from ax_kernel_discovery.llm.schema import (
     schema_dialect,
 )
 from ax_kernel_discovery.llm.templates import expression_followup_messages, expression_messages
-from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.population import MemberSummary
 from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, ProposalRound
 
 __all__ = ["ExpressionLLMProposer", "check_tree"]
@@ -176,7 +176,7 @@ class ExpressionLLMProposer(LLMProposerBase):
             num_proposals,
             leaves=self.leaves,
             warps=self.warps,
-            isotropic=[k for k in DISTANCE_KERNELS if k in self.leaves],
+            isotropic=[k for k in ISOTROPIC_LEAVES if k in self.leaves],
             max_depth=self.max_depth,
             max_leaves=self.max_leaves,
             max_args=self.max_args,

@@ -1,20 +1,28 @@
-"""The LLM proposer a :class:`~ax_kernel_discovery.config.KernelDiscoveryConfig` asks for.
+"""The proposers a :class:`~ax_kernel_discovery.config.KernelDiscoveryConfig` can name.
 
-:func:`proposer_from_config` picks the proposer (``proposer`` and ``proposal_format``)
-and :func:`llm_client_kwargs` turns the config's ``llm_*`` fields into
+:data:`PROPOSERS` registers each value of ``config.proposer`` by name: how it is built
+from a config and what the surrogate does with it (:class:`ProposerEntry`: whether it
+asks an LLM, whether it proposes at all). :func:`make_proposer` builds the one a config
+names; the surrogate asks :func:`proposer_entry` instead of comparing names. An LLM
+proposer writes code or, with ``proposal_format="expression"``, expression trees
+(:class:`~ax_kernel_discovery.proposers.expression_llm.ExpressionLLMProposer`).
+:func:`llm_client_kwargs` turns the config's ``llm_*`` fields into
 :class:`~ax_kernel_discovery.llm.client.LLMClient` arguments (shared with CAKE).
 This module sits above the proposers it builds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from ax_kernel_discovery.llm.setup_check import check_llm_setup
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
 from ax_kernel_discovery.proposers.llm import LLMProposer
+from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
 
 if TYPE_CHECKING:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
@@ -22,9 +30,15 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_STRUCTURED_TEMPERATURE",
     "LOCAL_TIMEOUT_S",
+    "PROPOSERS",
+    "ProposerEntry",
     "check_llm_config",
+    "direct_proposer",
     "llm_client_kwargs",
-    "proposer_from_config",
+    "make_proposer",
+    "offline_proposer",
+    "proposer_entry",
+    "two_stage_proposer",
 ]
 
 #: Seconds per call for ``llm_model="local"`` unless ``llm_timeout`` is set.
@@ -83,18 +97,91 @@ def check_llm_config(config: KernelDiscoveryConfig) -> None:
     )
 
 
-def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
-    """The LLM proposer described by a :class:`~ax_kernel_discovery.config.KernelDiscoveryConfig`.
+def offline_proposer(config: KernelDiscoveryConfig) -> Proposer:
+    """``proposer="offline"``: the offline evolution operator (``seed``, ``offline_grammar``)."""
+    return OfflineEvolutionProposer(seed=config.seed, grammar=config.offline_grammar)
 
-    ``proposal_format`` (resolved: ``auto`` is ``expression`` for ``llm_model="local"``,
-    ``code`` otherwise) ``"expression"`` gives the structured
-    :class:`~ax_kernel_discovery.proposers.expression_llm.ExpressionLLMProposer`;
-    with ``"code"``, ``config.proposer == "direct"`` gives a
-    :class:`~ax_kernel_discovery.proposers.direct.DirectCodeProposer` and anything else
-    the two-stage :class:`~ax_kernel_discovery.proposers.llm.LLMProposer`.
+
+def two_stage_proposer(config: KernelDiscoveryConfig) -> Proposer:
+    """``proposer="llm"``: the paper's two-stage
+    :class:`~ax_kernel_discovery.proposers.llm.LLMProposer` (formulas, then code), or
+    expression trees under ``proposal_format="expression"`` (see :func:`_llm_common`)."""
+    common = _llm_common(config)
+    if config.resolved_proposal_format() == "expression":
+        return _expression_proposer(config, common)
+    return LLMProposer(
+        config.llm_model,
+        num_formulas=config.num_formulas,
+        num_compositions=config.num_compositions,
+        conversion_style=_conversion_style(config),
+        structural_composition=config.structural_composition,
+        **common,
+    )
+
+
+def direct_proposer(config: KernelDiscoveryConfig) -> Proposer:
+    """``proposer="direct"``: a :class:`~ax_kernel_discovery.proposers.direct.DirectCodeProposer`
+    (code in one call), or expression trees under ``proposal_format="expression"``."""
+    common = _llm_common(config)
+    if config.resolved_proposal_format() == "expression":
+        return _expression_proposer(config, common)
+    pair = _conversion_style(config) == "pair"
+    return DirectCodeProposer(config.llm_model, code_style="pair" if pair else "class", **common)
+
+
+@dataclass(frozen=True)
+class ProposerEntry:
+    """A value of ``config.proposer``: how it is built and what the surrogate does with it.
+
+    Attributes:
+        build: The proposer of a config.
+        calls_llm: It asks an LLM: it needs ``llm_model``, its proposals may be asked for
+            during the acquisition (``overlap_proposals``), and a round where it gives
+            nothing falls back to the offline operator (``fallback_to_offline``).
+        proposes: ``False``: the rounds propose nothing (``"none"``; its proposer still
+            serves as the offline operator).
     """
-    model = config.llm_model
-    common: dict[str, Any] = {
+
+    build: Callable[[KernelDiscoveryConfig], Proposer]
+    calls_llm: bool = False
+    proposes: bool = True
+
+
+#: The proposers ``config.proposer`` names (adding one: its module, an entry here, its test).
+PROPOSERS: dict[str, ProposerEntry] = {
+    "offline": ProposerEntry(offline_proposer),
+    "llm": ProposerEntry(two_stage_proposer, calls_llm=True),
+    "direct": ProposerEntry(direct_proposer, calls_llm=True),
+    "none": ProposerEntry(offline_proposer, proposes=False),
+}
+
+
+def proposer_entry(name: str) -> ProposerEntry:
+    """The registered proposer ``name`` (:data:`PROPOSERS`).
+
+    Raises:
+        ValueError: No proposer of that name is registered.
+    """
+    try:
+        return PROPOSERS[name]
+    except KeyError:
+        raise ValueError(f"unknown proposer {name!r}; choose from {sorted(PROPOSERS)}") from None
+
+
+def make_proposer(config: KernelDiscoveryConfig) -> Proposer:
+    """The proposer ``config.proposer`` names (:data:`PROPOSERS`).
+
+    Example:
+        >>> from ax_kernel_discovery.config import KernelDiscoveryConfig
+        >>> type(make_proposer(KernelDiscoveryConfig())).__name__
+        'OfflineEvolutionProposer'
+    """
+    return proposer_entry(config.proposer).build(config)
+
+
+def _llm_common(config: KernelDiscoveryConfig) -> dict[str, Any]:
+    """The arguments every LLM proposer takes from a config."""
+    return {
         "hdbo_guidance": config.hdbo_guidance,
         "psd_guidance": config.psd_guidance,
         "simplicity_guidance": config.simplicity_guidance,
@@ -106,23 +193,21 @@ def proposer_from_config(config: KernelDiscoveryConfig) -> Proposer:
         "client_kwargs": llm_client_kwargs(config),
         "feedback_rounds": config.feedback_rounds,
     }
-    if config.resolved_proposal_format() == "expression":
-        common.pop("repair")  # trees are valid by construction: nothing to repair
-        if model == "local" and "llm_temperature" not in config.model_fields_set:
-            common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
-        return ExpressionLLMProposer(model, followups=config.proposal_followups, **common)
-    style = config.conversion_style
-    if style == "auto":  # small local models write far more valid pair functions
-        style = "pair" if model == "local" else "class"
-    if config.proposer == "direct":
-        return DirectCodeProposer(
-            model, code_style="pair" if style == "pair" else "class", **common
-        )
-    return LLMProposer(
-        model,
-        num_formulas=config.num_formulas,
-        num_compositions=config.num_compositions,
-        conversion_style=style,
-        structural_composition=config.structural_composition,
-        **common,
-    )
+
+
+def _expression_proposer(config: KernelDiscoveryConfig, common: dict[str, Any]) -> Proposer:
+    """``proposal_format`` (resolved: ``auto`` is ``expression`` for ``llm_model="local"``,
+    ``code`` otherwise) ``"expression"``: the structured
+    :class:`~ax_kernel_discovery.proposers.expression_llm.ExpressionLLMProposer`."""
+    common.pop("repair")  # trees are valid by construction: nothing to repair
+    if config.llm_model == "local" and "llm_temperature" not in config.model_fields_set:
+        common["client_kwargs"]["temperature"] = LOCAL_STRUCTURED_TEMPERATURE
+    return ExpressionLLMProposer(config.llm_model, followups=config.proposal_followups, **common)
+
+
+def _conversion_style(config: KernelDiscoveryConfig) -> Literal["class", "function", "pair"]:
+    """``conversion_style`` resolved: ``auto`` is ``pair`` for ``llm_model="local"`` (small
+    local models write far more valid pair functions), ``class`` otherwise."""
+    if config.conversion_style == "auto":
+        return "pair" if config.llm_model == "local" else "class"
+    return config.conversion_style

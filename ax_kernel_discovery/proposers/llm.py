@@ -14,10 +14,10 @@ High-dimensional Bayesian Optimization*):
    the failure reason.
 
 The shared machinery (client, seeds, repair, feedback) is in
-:mod:`~ax_kernel_discovery.proposers.llm_base` (re-exported here), the configuration
-entry point :func:`~ax_kernel_discovery.proposers.from_config.proposer_from_config` in
-:mod:`~ax_kernel_discovery.proposers.from_config`, and the structured alternative (JSON expression trees, no
-conversion) in :mod:`~ax_kernel_discovery.proposers.expression_llm`.
+:mod:`~ax_kernel_discovery.proposers.llm_base`, the registration of ``proposer="llm"``
+(:func:`~ax_kernel_discovery.proposers.from_config.two_stage_proposer`) in
+:mod:`~ax_kernel_discovery.proposers.from_config`, and the structured alternative (JSON
+expression trees, no conversion) in :mod:`~ax_kernel_discovery.proposers.expression_llm`.
 
 Nothing here raises for a bad proposal: unreachable models, timeouts, empty or
 garbage replies and unparsable blocks come back as
@@ -37,7 +37,6 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ax_kernel_discovery._deprecated import moved_names
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import formula as expression_formula
 from ax_kernel_discovery.expression import validate_spec
@@ -56,19 +55,11 @@ from ax_kernel_discovery.llm.templates import (
     discovery_messages,
     function_conversion_messages,
 )
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal
+from ax_kernel_discovery.population import MemberSummary
+from ax_kernel_discovery.proposers.base import Proposal
 from ax_kernel_discovery.proposers.llm_base import LLMProposerBase, PendingFormula, ProposalRound
 
-__all__ = ["LLMProposer", "LLMProposerBase"]
-
-# the factory picks between this proposer and others: it sits above them
-__getattr__ = moved_names(
-    __name__,
-    {
-        "LOCAL_TIMEOUT_S": "ax_kernel_discovery.proposers.from_config",
-        "proposer_from_config": "ax_kernel_discovery.proposers.from_config",
-    },
-)
+__all__ = ["LLMProposer"]
 
 
 def _norm_formula(text: str) -> str:

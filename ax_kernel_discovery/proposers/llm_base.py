@@ -48,7 +48,8 @@ from ax_kernel_discovery.llm.templates import (
     function_repair_messages,
     repair_messages,
 )
-from ax_kernel_discovery.proposers.base import MemberSummary, Proposal, Proposer
+from ax_kernel_discovery.population import MemberSummary
+from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 
 __all__ = ["FeedbackItem", "LLMProposerBase", "PendingFormula", "ProposalRound"]

@@ -32,6 +32,7 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import (
     DISTANCE_KERNELS,
     EXTENDED_DISTANCE_KERNELS,
+    ISOTROPIC_LEAVES,
     WARPS,
     Spec,
     depth,
@@ -40,9 +41,10 @@ from ax_kernel_discovery.expression import (
     short_name,
     validate_spec,
 )
+from ax_kernel_discovery.kernels import LEAVES
 from ax_kernel_discovery.kernels.warped import WARP_FORMULAS
+from ax_kernel_discovery.population import MemberSummary
 from ax_kernel_discovery.proposers.base import (
-    MemberSummary,
     Proposal,
     Proposer,
     SeenKeysMixin,
@@ -92,7 +94,9 @@ class OfflineEvolutionProposer(SeenKeysMixin, Proposer):
         self.grammar = grammar
         self._warps = EXTENDED_WARPS if extended else CLASSIC_WARPS
         self._distance = EXTENDED_DISTANCE_KERNELS if extended else DISTANCE_KERNELS
-        self._polys = ("poly2", "poly3") if extended else ("poly2",)
+        self._polys = tuple(
+            k for k, v in LEAVES.items() if v.polynomial and (extended or v.tier == "classic")
+        )
         self.seed = seed
         self.composition_fraction = composition_fraction
         self.max_depth = max_depth
@@ -171,7 +175,7 @@ class OfflineEvolutionProposer(SeenKeysMixin, Proposer):
             node = rng.choice(dist)
             node["kernel"] = rng.choice([k for k in self._distance if k != node["kernel"]])
         elif op == "isotropic":
-            dist = [n for n in nodes if n["kernel"] in DISTANCE_KERNELS]
+            dist = [n for n in nodes if n["kernel"] in ISOTROPIC_LEAVES]
             if not dist:
                 return None
             node = rng.choice(dist)

@@ -7,7 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ax_kernel_discovery.baselines.methods import COMPOSITIONAL_DEFAULTS, get_method
+from ax_kernel_discovery.baselines.compositional import COMPOSITIONAL_DEFAULTS
+from ax_kernel_discovery.baselines.methods import get_method
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.runner.run_config import (
     KD_METHODS,

@@ -24,6 +24,7 @@ from ax_kernel_discovery.runner.diagnostics import (
 from ax_kernel_discovery.runner.results import PHASES
 from ax_kernel_discovery.runner.run_config import METRIC, RunConfig
 from ax_kernel_discovery.strategy import BO_NODE_NAME
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 
 __all__ = ["run_one_round"]
 
@@ -43,7 +44,8 @@ def run_one_round(
     q = cfg.num_sobol - n_done if n_done < cfg.num_sobol else min(cfg.batch, cfg.budget - n_done)
     q = min(q, cfg.budget - n_done)
     _seed_everything(cfg.seed * 1_000_003 + n_done)
-    history_before = getattr(surrogate, "round_index", None)
+    kd = surrogate if isinstance(surrogate, KernelDiscoverySurrogate) else None
+    history_before = kd.state.round_index if kd is not None else None
     t_round = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -69,12 +71,11 @@ def run_one_round(
     }
     fit_time = float(gr.fit_time or 0.0) if is_bo else 0.0
     kd_records = []
-    if history_before is not None and is_bo:
-        kd_records = [h for h in surrogate.history if h.round >= history_before]
-    if kd_records:
-        objective = [
-            h for h in kd_records if surrogate.objective_weights.get(h.outcome)
-        ] or kd_records
+    if kd is not None and history_before is not None and is_bo:
+        kd_records = [h for h in kd.history if h.round >= history_before]
+    if kd is not None and kd_records:
+        objective = [h for h in kd_records if kd.state.objective_weights.get(h.outcome)]
+        objective = objective or kd_records
         main = objective[-1]
         record["chosen"], record["chosen_formula"], record["chosen_score"] = (
             main.chosen,

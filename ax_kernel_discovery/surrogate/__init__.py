@@ -1,30 +1,34 @@
 """The kernel-discovery surrogate: Ax's ``Surrogate`` with an evolving population.
 
-Modules, from the top (Ax storage of the surrogate is :mod:`ax_kernel_discovery.storage`, above
-:mod:`ax_kernel_discovery.strategy`, whose hand-over criterion it also registers):
+Its rooms, from the top (Ax storage of the surrogate is :mod:`ax_kernel_discovery.storage`,
+above :mod:`ax_kernel_discovery.strategy`, whose hand-over criterion it also registers):
 
-* :mod:`~ax_kernel_discovery.surrogate.acquisition`: the Ax ``Acquisition`` that runs
-  qLogNEI through the chosen kernel (or the mixture of the top members);
-* :mod:`~ax_kernel_discovery.surrogate.core`: :class:`KernelDiscoverySurrogate`, whose
-  ``fit`` is one round of the method (strike, propose, admit, fit, score, choose);
-* :mod:`~ax_kernel_discovery.surrogate.admission` (which candidates enter a round) and
-  :mod:`~ax_kernel_discovery.surrogate.fitting` (fit, score and choose);
-* :mod:`~ax_kernel_discovery.surrogate.state` (what a reload needs) and
-  :mod:`~ax_kernel_discovery.surrogate.round_record` (what a round records).
+* :mod:`~ax_kernel_discovery.surrogate.core`: :class:`KernelDiscoverySurrogate`, Ax's hooks
+  only: ``model_selection`` runs a round's steps in order (``fit`` is Ax's, which calls it
+  once per outcome); the views; ``close``;
+* :mod:`~ax_kernel_discovery.surrogate.background`: the round's other kernels fitted in a
+  worker while Ax optimizes the acquisition, their hand-over and completion;
+* :mod:`~ax_kernel_discovery.surrogate.round`: the steps around the fits (strike, admit,
+  hand on, end), written once for rounds fitted in process and in the background;
+* :mod:`~ax_kernel_discovery.surrogate.proposing`: the proposer host (proposer, offline
+  stand-in, prefetch, LLM failures);
+* :mod:`~ax_kernel_discovery.surrogate.portfolio`: the batch portfolio;
+* :mod:`~ax_kernel_discovery.surrogate.choice` (which member the acquisition gets),
+  :mod:`~ax_kernel_discovery.surrogate.heldout` (the held-out forecast scores) and
+  :mod:`~ax_kernel_discovery.surrogate.admission` (which candidates enter a round);
+* :mod:`~ax_kernel_discovery.surrogate.fitting` (fit and score, no choosing);
+* :mod:`~ax_kernel_discovery.surrogate.state` (the one thing saved) and
+  :mod:`~ax_kernel_discovery.surrogate.round_record` (what a round records);
+* :mod:`~ax_kernel_discovery.surrogate.acquisition`: the Ax ``Acquisition`` of every
+  method and the protocols by which it asks the surrogate (``AcquisitionPartner``,
+  ``PortfolioPartner``); :mod:`~ax_kernel_discovery.surrogate.new_rows`, kd's qLogNEI;
+  :mod:`~ax_kernel_discovery.surrogate.rows`, the rows of each fit (``ShareRows``).
 """
 
 from __future__ import annotations
 
-from ax_kernel_discovery._deprecated import moved_names
-from ax_kernel_discovery.surrogate.core import (
-    KernelDiscoverySurrogate,
-    RoundRecord,
-    candidate_model_config,
-)
+from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
+from ax_kernel_discovery.surrogate.fitting import candidate_model_config
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
 
 __all__ = ["KernelDiscoverySurrogate", "RoundRecord", "candidate_model_config"]
-
-# renamed: the public ax_kernel_discovery.model_config_for is the library's (a library entry)
-__getattr__ = moved_names(
-    __name__, {"model_config_for": "ax_kernel_discovery.surrogate.fitting:candidate_model_config"}
-)

@@ -17,9 +17,12 @@ Hedge weights of its summed rewards :math:`G_m`, :math:`p_m \\propto \\exp(\\eta
 (Hoffman, Brochu & de Freitas 2011, "Portfolio Allocation for Bayesian Optimization"),
 with one point for every member first, so that every member keeps being credited.
 
-This module is the arithmetic; the surrogate holds the portfolio of a round and the
-acquisition (:class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAcquisition`)
-optimizes each member's share.
+:func:`hedge_weights`, :func:`batch_rewards` and :class:`Portfolio` are the arithmetic;
+:class:`Portfolios` keeps each outcome's portfolio of the round (who shares the batch, the
+credit of last round's members), and the acquisition
+(:class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAcquisition`) optimizes
+each member's share, through the surrogate's ``portfolio_plan`` and
+``record_portfolio_points``.
 
 Example:
     >>> p = Portfolio(["A", "B"], hedge_weights([0.5, 0.0], eta=1.0), models={})
@@ -34,8 +37,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from botorch.models.model import Model
+from torch import Tensor
 
-__all__ = ["Portfolio", "batch_rewards", "hedge_weights"]
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.surrogate.choice import Choice, Chooser
+from ax_kernel_discovery.surrogate.fitting import FittedKernel
+from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext, row_digests
+
+__all__ = ["Portfolio", "Portfolios", "batch_rewards", "hedge_weights"]
 
 
 def hedge_weights(gains: Sequence[float], eta: float) -> list[float]:
@@ -75,6 +85,7 @@ class Portfolio:
         models: Their fitted models, by name (not saved).
         assigned: Points each member generated so far this round.
         record: The round's record, where the points each member generated are counted.
+        state: The outcome's state, where each member's points wait for their values.
     """
 
     names: list[str]
@@ -82,6 +93,7 @@ class Portfolio:
     models: Mapping[str, Any]
     assigned: dict[str, int] = field(default_factory=dict)
     record: Any = None
+    state: OutcomeState | None = None
 
     def plan(self, n: int) -> list[tuple[str, int]]:
         """How the next ``n`` points of this round are split (members in order, counts > 0).
@@ -121,3 +133,95 @@ class Portfolio:
     def shares(self) -> dict[str, float]:
         """The weights by member."""
         return {m: float(w) for m, w in zip(self.names, self.weights, strict=True)}
+
+
+class Portfolios:
+    """Each outcome's batch portfolio of this round (``portfolio_size``, ``portfolio_keep``;
+    not saved), and the credit of last round's members.
+
+    Args:
+        config: The surrogate's settings (``portfolio_size``, ``portfolio_keep``,
+            ``portfolio_eta``).
+        chooser: The choice step, whose order ranks the members after the chosen one.
+    """
+
+    def __init__(self, config: KernelDiscoveryConfig, chooser: Chooser) -> None:
+        self.config = config
+        self.chooser = chooser
+        self.by_outcome: dict[str, Portfolio] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy of the surrogate (Ax deep-copies it) carries no round's portfolio
+        return {**self.__dict__, "by_outcome": {}}
+
+    def wanted(self, objectives: int) -> bool:
+        """Whether rounds share their batch among members (one objective only)."""
+        wanted = self.config.portfolio_size > 1 or bool(self.config.portfolio_keep)
+        return wanted and objectives <= 1
+
+    def choose(
+        self,
+        ctx: RoundContext,
+        choice: Choice,
+        models: Mapping[str, FittedKernel],
+        objectives: int,
+    ) -> None:
+        """The members that share this round's batch: the chosen one, the next best of the
+        choice order, and ``portfolio_keep``, with Hedge weights of their gains."""
+        self.by_outcome.pop(ctx.outcome, None)
+        if choice.guarded or not choice.names or not self.wanted(objectives):
+            return
+        order, _ = self.chooser.choice_order(ctx)
+        fitted = {n for n, v in models.items() if v.model is not None}
+        names = [choice.names[0]]
+        names += [n for n in order if n in fitted and n not in names][
+            : self.config.portfolio_size - 1
+        ]
+        names += [n for n in self.config.portfolio_keep if n in fitted and n not in names]
+        if len(names) < 2:
+            return
+        weights = hedge_weights(
+            [ctx.state.gains.get(n, 0.0) for n in names], self.config.portfolio_eta
+        )
+        portfolio = Portfolio(
+            names,
+            weights,
+            {n: models[n].model for n in names},
+            record=ctx.rec,
+            state=ctx.state,
+        )
+        self.by_outcome[ctx.outcome] = portfolio
+        ctx.rec.portfolio = portfolio.shares()
+
+    def credit(self, ctx: RoundContext) -> None:
+        """Credit last round's portfolio members with the progress their points made."""
+        points, state = ctx.state.portfolio_points, ctx.state
+        state.portfolio_points = {}
+        if not points or not ctx.sign:
+            return
+        index = {d: i for i, d in enumerate(row_digests(ctx.dataset.X))}
+        y = (ctx.dataset.Y.reshape(-1) * ctx.sign).detach().cpu().double().numpy()
+        z = {m: [float(y[index[d]]) for d in ds if d in index] for m, ds in points.items()}
+        rewards = batch_rewards(z)
+        for name, reward in rewards.items():
+            if name in ctx.population.names:
+                state.gains[name] = state.gains.get(name, 0.0) + reward
+        ctx.rec.portfolio_rewards = rewards
+
+    def plan(self, n: int) -> list[tuple[str, Model, int]] | None:
+        """How the next ``n`` points are split among this round's portfolio members
+        (``None``: no portfolio, or one per outcome)."""
+        if len(self.by_outcome) != 1:
+            return None
+        portfolio = next(iter(self.by_outcome.values()))
+        return [(name, portfolio.models[name], count) for name, count in portfolio.plan(n)]
+
+    def record_points(self, name: str, X: Tensor) -> None:
+        """``name`` generated the points ``X``; they are credited when their values arrive."""
+        portfolio = next(iter(self.by_outcome.values()))
+        if portfolio.state is not None:
+            portfolio.state.portfolio_points.setdefault(name, []).extend(row_digests(X))
+        portfolio.note(name, int(X.shape[0]))
+        record = portfolio.record
+        if record is not None:
+            record.portfolio_points[name] = record.portfolio_points.get(name, 0) + int(X.shape[0])

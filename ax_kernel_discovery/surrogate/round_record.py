@@ -33,6 +33,10 @@ class RoundRecord(BaseModel):
     reset: bool = False
     population_diversity: float | None = None
     accepted_diversity: float | None = None
+    #: Seconds spent in the round's steps (``propose``, ``validate``, ``heldout``,
+    #: ``fit_and_score``, ``total``, ``background_*``), in each kernel's fit (``fit:NAME``;
+    #: ``refit:NAME``, the L-BFGS fit alone) and in the proposer (``proposer:...``). Only
+    #: seconds: counts and flags are fields of their own.
     timings: dict[str, float] = Field(default_factory=dict)
     proposer_usage: dict[str, float] = Field(default_factory=dict)
     selection: str | None = None
@@ -59,6 +63,14 @@ class RoundRecord(BaseModel):
     portfolio_rewards: dict[str, float] = Field(default_factory=dict)
     #: Members whose held-out forecast could not be scored this round.
     heldout_failed: list[str] = Field(default_factory=list)
+    #: ``selection="halving"``: how many screened members were refitted as finalists.
+    finalists: int | None = None
+    #: Whether the proposals were asked for during the last acquisition
+    #: (``overlap_proposals``).
+    prefetched: bool = False
+    #: Kernels whose fit started where the start rule put it, by the rule's label
+    #: (``inherited``: from the members they contain).
+    fit_starts: dict[str, int] = Field(default_factory=dict)
 
 
 __all__ = ["RoundRecord"]

@@ -29,14 +29,19 @@ the input dimension.
 
 :class:`OutcomeState` is the one owner of what a surrogate keeps per outcome (the
 population, the warm starts, the last choice and last round's fitted models), with one
-way to drop a member; :class:`RoundContext` is what the round's steps (admission,
-fitting, choice) are handed: that state plus the round's data and record.
+way to drop a member; :class:`SurrogateState` is everything a surrogate keeps (one
+:class:`OutcomeState` per outcome, the history, the round counter, the objectives), the one
+thing that is saved (:meth:`SurrogateState.to_json`, in format :data:`STATE_FORMAT`);
+:class:`RoundContext` is what the round's steps (admission, fitting, choice) are handed:
+an outcome's state plus the round's data and record.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import logging
+import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,26 +51,35 @@ import torch
 from ax.core.search_space import SearchSpaceDigest
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from torch import Tensor
 
-from ax_kernel_discovery.candidate import decode_keys, encode_keys
+from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.rows import FitRows, RowKey, YMap
 
 __all__ = [
+    "STATE_FORMAT",
     "FittedModels",
     "LastChoice",
     "OutcomeState",
     "RoundContext",
-    "decode_keys",
+    "SurrogateState",
+    "check_state_format",
     "decode_tensors",
-    "encode_keys",
     "encode_tensors",
     "row_digests",
+    "saved_config",
     "warm_parameters",
 ]
+
+logger = logging.getLogger(__name__)
+
+#: The format of :meth:`SurrogateState.to_json`: 1, the states before the format was
+#: written down; 2, with the rows keyed by trial, the objectives' matrix, the batch
+#: portfolio's bookkeeping and the experiment's parameters.
+STATE_FORMAT = 2
 
 _DIGEST_BYTES = 8
 
@@ -269,6 +283,17 @@ class OutcomeState:
             k: [str(d) for d in v] for k, v in data.get("portfolio_points", {}).items()
         }
 
+    def without_models(self) -> OutcomeState:
+        """A copy of what a deep copy of the surrogate carries: no fitted models (and no
+        batch-portfolio bookkeeping)."""
+        return OutcomeState(
+            self.population,
+            self.warm,
+            self.last_choice,
+            row_rounds=self.row_rounds,
+            ymap=self.ymap,
+        )
+
     def drop(self, name: str) -> None:
         """Remove ``name`` (a member or a kernel of this round) with its warm start."""
         self.population.remove(name)
@@ -327,3 +352,233 @@ class RoundContext:
     @property
     def dim(self) -> int:
         return int(self.dataset.X.shape[-1])
+
+
+@dataclass
+class SurrogateState:
+    """Everything a kernel-discovery surrogate keeps between rounds: the one thing saved.
+
+    Attributes:
+        outcomes: One :class:`OutcomeState` per modelled outcome.
+        history: One :class:`~.round_record.RoundRecord` per round and outcome, oldest first.
+        round_index: The next round's index (one per fit, shared by its outcomes).
+        objective_weights: Each outcome's direction (see :meth:`record_objectives`).
+        objective_matrix: Ax's objectives, one ``{outcome: weight}`` per objective.
+        features: The experiment's parameters, in order (``None``: not fitted yet).
+    """
+
+    outcomes: dict[str, OutcomeState] = field(default_factory=dict)
+    history: list[RoundRecord] = field(default_factory=list)
+    round_index: int = 0
+    objective_weights: dict[str, float] = field(default_factory=dict)
+    objective_matrix: list[dict[str, float]] = field(default_factory=list)
+    features: list[str] | None = None
+
+    def record_objectives(self, weights: Tensor, outcomes: Sequence[str]) -> None:
+        """Learn the objectives from Ax's objective weights over ``outcomes``: a vector
+        for one objective (several nonzero entries: a scalarized objective), a matrix
+        with one row per objective for several. :attr:`objective_matrix` keeps them as
+        rows; :attr:`objective_weights` gives each outcome its direction (the sum of its
+        column: 0 for an outcome that is only constrained)."""
+        rows = weights.detach().cpu().double()
+        rows = rows.reshape(1, -1) if rows.dim() < 2 else rows.reshape(-1, rows.shape[-1])
+        self.objective_matrix = [
+            {o: float(w) for o, w in zip(outcomes, row.tolist(), strict=False)} for row in rows
+        ]
+        for j, name in enumerate(outcomes):
+            self.objective_weights[name] = float(rows[:, j].sum()) if j < rows.shape[1] else 0.0
+
+    def objective_population(self) -> Population | None:
+        """The population of the objective (the first outcome when the direction is unknown)."""
+        for name, weight in self.objective_weights.items():
+            if weight != 0 and name in self.outcomes:
+                return self.outcomes[name].population
+        if self.outcomes:
+            return next(iter(self.outcomes.values())).population
+        return None
+
+    def round_context(
+        self,
+        dataset: SupervisedDataset,
+        digest: SearchSpaceDigest,
+        rows: FitRows | None,
+        new_population: Callable[[int], Population],
+    ) -> RoundContext:
+        """The context of a round on ``dataset`` (its outcome's state, made with a
+        ``new_population`` on its first round; the record of the next round index)."""
+        outcome = dataset.outcome_names[0]
+        n, dim = dataset.X.shape[0], dataset.X.shape[-1]
+        if outcome not in self.outcomes:
+            self.outcomes[outcome] = OutcomeState(new_population(dim))
+        return RoundContext(
+            outcome=outcome,
+            state=self.outcomes[outcome],
+            dataset=dataset,
+            search_space_digest=digest,
+            rec=RoundRecord(round=self.round_index, outcome=outcome, n=n, dim=dim),
+            history=[r for r in self.history if r.outcome == outcome],
+            sign=self.objective_weights.get(outcome),
+            rows=rows,
+        )
+
+    def without_models(self) -> SurrogateState:
+        """A copy for a copy of the surrogate: no fitted models (nor portfolio bookkeeping)."""
+        return SurrogateState(
+            {k: v.without_models() for k, v in self.outcomes.items()},
+            self.history,
+            self.round_index,
+            self.objective_weights,
+            self.objective_matrix,
+            self.features,
+        )
+
+    def keep(self, record: RoundRecord, limit: int) -> None:
+        """Append a round's record to the history, which keeps the last ``limit``."""
+        self.history.append(record)
+        self.history = self.history[-limit:]
+
+    def another_experiment(self, features: list[str]) -> bool:
+        """Whether a fit on ``features`` (the parameter names, in order) belongs to another
+        experiment than the state; it then forgets everything (see :meth:`forget`).
+
+        The state (population, warm starts, history, strike bookkeeping, objectives)
+        describes the experiment it was found on; in another one (other parameter names
+        or dimension) its warm starts do not fit and its history would skip the guard
+        round. Kernels travel between experiments through kernel libraries
+        (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
+        """
+        previous, self.features = self.features, features
+        if previous is None or previous == features or not (self.outcomes or self.history):
+            return False
+        logger.warning(
+            "kernel discovery: this surrogate was used on another experiment (parameters "
+            "%s; now %s); it starts afresh: a new population, no history. To carry kernels "
+            "over, export them (export_kernels) and start from them "
+            "(KernelDiscoveryConfig(start_kernels=...))",
+            _describe(previous),
+            _describe(features),
+        )
+        self.forget()
+        return True
+
+    def forget(self) -> None:
+        """Start afresh: no populations, history, round count or objectives."""
+        self.outcomes = {}
+        self.history = []
+        self.objective_weights = {}
+        self.objective_matrix = []
+        self.round_index = 0
+
+    def header(self) -> dict[str, Any]:
+        """The format, the round counter and the objectives: all that a generator run's
+        record keeps (the generation strategy holds the rest)."""
+        return {
+            "format": STATE_FORMAT,
+            "round_index": self.round_index,
+            "objective_weights": dict(self.objective_weights),
+            "objective_matrix": [dict(row) for row in self.objective_matrix],
+        }
+
+    def to_json(self, history_limit: int) -> dict[str, Any]:
+        """Everything the next round needs, as plain JSON data (see the module docstring):
+        the populations, the last ``history_limit`` rounds, the members' warm starts, the
+        last choices and the rows' bookkeeping (:meth:`from_json` reads it back)."""
+        warm: dict[str, dict[str, Any]] = {}
+        for outcome, kept in self.outcomes.items():
+            members = set(kept.population.names)
+            for name, params in kept.warm.items():
+                if name in members:
+                    warm.setdefault(outcome, {})[name] = encode_tensors(params)
+        return {
+            **self.header(),
+            "populations": {k: v.population.to_dict() for k, v in self.outcomes.items()},
+            "history": [r.model_dump(mode="json") for r in self.history[-history_limit:]],
+            "last_choice": {
+                k: v.last_choice.model_dump()
+                for k, v in self.outcomes.items()
+                if v.last_choice is not None
+            },
+            "warm_parameters": warm,
+            "features": self.features,
+            "rows": {k: v.rows_to_dict() for k, v in self.outcomes.items()},
+        }
+
+    @classmethod
+    def from_json(cls, state: Mapping[str, Any]) -> SurrogateState:
+        """The state :meth:`to_json` wrote (any format up to :data:`STATE_FORMAT`)."""
+        last = state.get("last_choice", {})
+        warm = state.get("warm_parameters", {})
+        outcomes = {
+            outcome: OutcomeState(
+                population=Population.from_dict(pop),
+                warm={k: decode_tensors(v) for k, v in warm.get(outcome, {}).items()},
+                last_choice=LastChoice.model_validate(last[outcome]) if outcome in last else None,
+            )
+            for outcome, pop in state.get("populations", {}).items()
+        }
+        for outcome, rows in state.get("rows", {}).items():
+            if outcome in outcomes:
+                outcomes[outcome].rows_from_dict(rows)
+        features = state.get("features")
+        return cls(
+            outcomes=outcomes,
+            history=[RoundRecord.model_validate(r) for r in state.get("history", [])],
+            round_index=int(state.get("round_index", 0)),
+            objective_weights={k: float(v) for k, v in state.get("objective_weights", {}).items()},
+            objective_matrix=[
+                {k: float(v) for k, v in row.items()} for row in state.get("objective_matrix", [])
+            ],
+            features=list(features) if features is not None else None,
+        )
+
+
+def check_state_format(state: Mapping[str, Any]) -> None:
+    """Refuse a saved state this version cannot continue, saying why and what to do.
+
+    Raises:
+        ValueError: The state was written by a newer format, or lacks what a run's state
+            holds (its populations): loading it would silently start over and lose every
+            discovered kernel.
+    """
+    version = state.get("format", 1)
+    if not isinstance(version, int) or version > STATE_FORMAT:
+        raise ValueError(
+            f"the saved kernel-discovery state has format {version!r}, newer than this "
+            f"version of ax-kernel-discovery reads (formats 1-{STATE_FORMAT}): it was saved by "
+            "a newer release; install that release (or newer) to continue this run"
+        )
+    if not state.get("record") and "populations" not in state:
+        raise ValueError(
+            "the saved kernel-discovery state has no 'populations' (keys: "
+            f"{sorted(state)}): it is not a state this package wrote, or it was cut short; "
+            "continuing from it would start a new population and lose every discovered "
+            "kernel. Load the run's complete JSON, or start a new strategy"
+        )
+
+
+def saved_config(
+    config: KernelDiscoveryConfig | Mapping[str, Any] | None, state: Mapping[str, Any] | None
+) -> KernelDiscoveryConfig:
+    """A config read back with its state (:meth:`KernelDiscoveryConfig.coerce`): an unknown
+    setting names the version skew."""
+    try:
+        return KernelDiscoveryConfig.coerce(config)
+    except ValidationError as e:
+        unknown = [str(err["loc"][0]) for err in e.errors() if err["type"] == "extra_forbidden"]
+        unknown += re.findall(r"unknown setting '(\w+)'", str(e))
+        if state is None or not unknown:
+            raise
+        raise ValueError(
+            f"the saved kernel-discovery config has settings this version of "
+            f"ax-kernel-discovery does not know ({', '.join(unknown)}; state format "
+            f"{state.get('format', 1)}, this version writes {STATE_FORMAT}): the run was saved "
+            "by another release. Install that release to continue it, or remove those "
+            "settings from the saved JSON to continue without them"
+        ) from None
+
+
+def _describe(features: Sequence[str]) -> str:
+    """A parameter list in a few words (``x0..x4, 5 parameters``)."""
+    if len(features) <= 4:
+        return ", ".join(features) or "none"
+    return f"{features[0]}..{features[-1]}, {len(features)} parameters"

@@ -17,7 +17,6 @@ from ax_kernel_discovery.baselines import (
     CompositionalSearchSurrogate,
     UnknownMethodError,
     get_method,
-    surrogate_of,
 )
 from ax_kernel_discovery.baselines.cake import CakeSurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -28,6 +27,7 @@ from ax_kernel_discovery.proposers.compositional import (
     expand,
     num_base_kernels,
 )
+from ax_kernel_discovery.strategy import surrogate_of
 
 torch.set_num_threads(1)
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 from gpytorch.kernels import Kernel
 
-from ax_kernel_discovery.expression import LEAVES, build_kernel, leaf
+from ax_kernel_discovery.expression import build_kernel, leaf
 from ax_kernel_discovery.kernels import (
+    LEAVES,
     DimScaledMatern52Kernel,
     DimScaledRBFKernel,
     dim_scaled_lengthscale_prior,

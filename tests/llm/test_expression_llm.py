@@ -11,7 +11,7 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.llm.client import LLMClient
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
-from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.proposers.from_config import make_proposer
 from ax_kernel_discovery.proposers.llm import LLMProposer
 
 GOOD = {
@@ -156,7 +156,7 @@ def test_two_stage_discovery_prompt_carries_feedback(fake_openai: Any) -> None:
 )
 def test_proposal_format_auto(fields: dict[str, Any], expected: type) -> None:
     config = KernelDiscoveryConfig(proposer="llm", **fields)
-    proposer = proposer_from_config(config)  # no client (and no local server) yet
+    proposer = make_proposer(config)  # no client (and no local server) yet
     assert type(proposer) is expected
     resolved = "expression" if expected is ExpressionLLMProposer else "code"
     assert config.resolved_proposal_format() == resolved
@@ -165,12 +165,12 @@ def test_proposal_format_auto(fields: dict[str, Any], expected: type) -> None:
 def test_local_structured_calls_sample_hotter_unless_told() -> None:
     from ax_kernel_discovery.proposers.from_config import LOCAL_STRUCTURED_TEMPERATURE
 
-    local = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
+    local = make_proposer(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
     assert local._client_kwargs["temperature"] == LOCAL_STRUCTURED_TEMPERATURE == 1.0
     mine = KernelDiscoveryConfig(proposer="llm", llm_model="local", llm_temperature=0.7)
-    assert proposer_from_config(mine)._client_kwargs["temperature"] == 0.7
+    assert make_proposer(mine)._client_kwargs["temperature"] == 0.7
     code = KernelDiscoveryConfig(proposer="llm", llm_model="local", proposal_format="code")
-    assert proposer_from_config(code)._client_kwargs["temperature"] == 0.7
+    assert make_proposer(code)._client_kwargs["temperature"] == 0.7
 
 
 NEW = {"kernel": "rq", "warp": "tanh", "ard": True}
@@ -230,7 +230,7 @@ def test_followups_from_config() -> None:
     cfg = KernelDiscoveryConfig(
         proposer="llm", llm_model="openai/x", proposal_format="expression", proposal_followups=2
     )
-    proposer = proposer_from_config(cfg)
+    proposer = make_proposer(cfg)
     assert isinstance(proposer, ExpressionLLMProposer) and proposer.followups == 2
     with pytest.raises(ValueError, match="followups"):
         ExpressionLLMProposer("openai/x", followups=-1)

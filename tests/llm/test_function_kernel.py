@@ -20,8 +20,8 @@ from ax_kernel_discovery.llm.templates import (
     function_repair_messages,
     seed_formulas,
 )
-from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.population import MemberSummary
+from ax_kernel_discovery.proposers.from_config import make_proposer
 from ax_kernel_discovery.proposers.llm import LLMProposer
 from ax_kernel_discovery.sandbox import check_source, load_kernel_class
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
@@ -327,9 +327,9 @@ def test_proposer_function_mode_repair(scripted: Any) -> None:
 
 def test_conversion_style_from_config() -> None:
     cfg = KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m", conversion_style="function")
-    from_cfg = proposer_from_config(cfg)
+    from_cfg = make_proposer(cfg)
     assert isinstance(from_cfg, LLMProposer) and from_cfg.conversion_style == "function"
-    default = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m"))
+    default = make_proposer(KernelDiscoveryConfig(proposer="llm", llm_model="scripted/m"))
     assert isinstance(default, LLMProposer) and default.conversion_style == "class"
     with pytest.raises(ValueError, match="conversion_style"):
         LLMProposer("scripted/m", conversion_style="code")  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ import pytest
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.llm import templates as T
 from ax_kernel_discovery.llm.parsing import FormulaBlock, extract_code_block
-from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.population import MemberSummary
 
 
 def _members() -> list[MemberSummary]:

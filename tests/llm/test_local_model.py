@@ -99,7 +99,7 @@ def test_real_local_model_proposes() -> None:
     """Two-stage proposal from the real local model (minutes on 2 CPU cores)."""
     from ax_kernel_discovery.candidate import KernelCandidate
     from ax_kernel_discovery.llm.templates import seed_formulas
-    from ax_kernel_discovery.proposers.base import MemberSummary
+    from ax_kernel_discovery.population import MemberSummary
     from ax_kernel_discovery.proposers.llm import LLMProposer
 
     path = _local_model_or_skip()
@@ -139,12 +139,12 @@ def test_local_defaults_prefer_the_larger_cached_model(
 
 def test_local_model_config_gets_a_long_timeout() -> None:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
-    from ax_kernel_discovery.proposers.from_config import LOCAL_TIMEOUT_S, proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import LOCAL_TIMEOUT_S, make_proposer
 
-    proposer = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
+    proposer = make_proposer(KernelDiscoveryConfig(proposer="llm", llm_model="local"))
     assert proposer._client_kwargs["timeout"] == LOCAL_TIMEOUT_S
     assert proposer._client_kwargs["download"] is True
     mine = KernelDiscoveryConfig(proposer="llm", llm_model="local", llm_timeout=30.0)
-    assert proposer_from_config(mine)._client_kwargs["timeout"] == 30.0
-    api = proposer_from_config(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
+    assert make_proposer(mine)._client_kwargs["timeout"] == 30.0
+    api = make_proposer(KernelDiscoveryConfig(proposer="llm", llm_model="gpt-4o"))
     assert api._client_kwargs["timeout"] == 120.0 and "download" not in api._client_kwargs

@@ -11,7 +11,7 @@ import pytest
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.llm.client import LLMClient
 from ax_kernel_discovery.llm.templates import seed_formulas
-from ax_kernel_discovery.proposers.base import MemberSummary
+from ax_kernel_discovery.population import MemberSummary
 from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 
 # litellm 1.106.2 builds a pydantic schema with a ReadOnly TypedDict on first use.
@@ -167,10 +167,10 @@ def test_plumbing_direct_pair_style(reply: dict[str, Any]) -> None:
 
 def test_direct_code_style_from_config() -> None:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
-    from ax_kernel_discovery.proposers.from_config import proposer_from_config
+    from ax_kernel_discovery.proposers.from_config import make_proposer
 
     cfg = KernelDiscoveryConfig(proposer="direct", llm_model="scripted/m", conversion_style="pair")
-    proposer = proposer_from_config(cfg)
+    proposer = make_proposer(cfg)
     assert isinstance(proposer, DirectCodeProposer) and proposer.code_style == "pair"
     with pytest.raises(ValueError, match="one call"):
         KernelDiscoveryConfig(proposer="direct", llm_model="m", conversion_style="function")

@@ -15,9 +15,9 @@ import torch
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.llm.client import LLMClient
 from ax_kernel_discovery.llm.templates import load_prompt, seed_formulas
+from ax_kernel_discovery.population import MemberSummary
 from ax_kernel_discovery.proposers import llm_base
-from ax_kernel_discovery.proposers.base import MemberSummary
-from ax_kernel_discovery.proposers.from_config import proposer_from_config
+from ax_kernel_discovery.proposers.from_config import make_proposer
 from ax_kernel_discovery.proposers.llm import LLMProposer
 from ax_kernel_discovery.validation import ValidationResult
 
@@ -292,17 +292,17 @@ def test_plumbing_names_unique_against_members(scripted: Any) -> None:
     assert [c.name for c in proposal.candidates] == ["llm_r0_0_2", "llm_r0_1"]
 
 
-def test_proposer_from_config() -> None:
+def test_make_proposer_builds_the_llm_proposers() -> None:
     from ax_kernel_discovery.config import KernelDiscoveryConfig
     from ax_kernel_discovery.proposers.direct import DirectCodeProposer
 
     cfg = KernelDiscoveryConfig(
         proposer="llm", llm_model="gpt-4o", num_formulas=2, psd_guidance=False
     )
-    built = proposer_from_config(cfg)
+    built = make_proposer(cfg)
     assert isinstance(built, LLMProposer) and built.num_formulas == 2
     assert built.options.psd_guidance is False and built.client.model == "gpt-4o"
-    direct = proposer_from_config(cfg.model_copy(update={"proposer": "direct"}))
+    direct = make_proposer(cfg.model_copy(update={"proposer": "direct"}))
     assert isinstance(direct, DirectCodeProposer)
 
 
@@ -459,7 +459,7 @@ def test_a_round_without_llm_proposals_warns_once_and_is_counted(
     population = surrogate._new_population(6)
     record = RoundRecord(round=0, outcome="f", n=10, dim=6)
     with kd_caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate"):
-        proposal = surrogate._propose(population, 6, "f", record)
+        proposal = surrogate.proposing.proposal(population, 6, "f", record, 0)
     warnings = [r for r in kd_caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     text = warnings[0].getMessage()

@@ -65,7 +65,7 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     # the default's guard round hands the first BO round to Ax's default model
     first, second = r["chosen_kernels"]
     assert (first["chosen"], first["formula"], first["score"]) == ("AxDefault", None, None)
-    assert second["chosen"] in r["rounds"][2]["population"] and second["formula"]
+    assert second["chosen"] in r["rounds"][3]["population"] and second["formula"]
     assert set(r["timings"]["mean_per_bo_round"]) == {
         "fit",
         "propose",
@@ -184,7 +184,7 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
     # the kernel-discovery state came back from the checkpoint: its history continues
     from ax.api import Client
 
-    from ax_kernel_discovery.baselines import surrogate_of
+    from ax_kernel_discovery.strategy import surrogate_of
 
     surrogate = surrogate_of(
         Client.load_from_json_file(str(cfg.checkpoint_path))._generation_strategy

@@ -43,7 +43,7 @@ def _run(
     """Four rounds; after each, the saved state (which completes a background round)."""
     config = KernelDiscoveryConfig(background_fits=mode, **{**SETTINGS, **(fields or {})})  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config, **kwargs)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     states = []
     for n in SIZES:
         s.fit([_data(n)], DIGEST)
@@ -81,8 +81,8 @@ def test_rounds_fitted_in_the_background_equal_rounds_fitted_in_process(
         assert rec.timings["background_fits"] > 0
     for rec in off.history:
         assert "background_fits" not in rec.timings
-    warm_off = off.outcome_states["f"].warm
-    warm_on = on.outcome_states["f"].warm
+    warm_off = off.state.outcomes["f"].warm
+    warm_on = on.state.outcomes["f"].warm
     assert warm_on.keys() == warm_off.keys()
     for name, params in warm_off.items():
         assert all(torch.equal(warm_on[name][k], v) for k, v in params.items()), name
@@ -135,12 +135,12 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
     that was never interrupted."""
     config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     states = []
     for i, n in enumerate(SIZES):
         s.fit([_data(n)], DIGEST)
         if i == 2:
-            future = s._pending["f"].future
+            future = s.background.pending["f"].future
             assert future is not None
             real = future.result
             interrupted: list[bool] = []
@@ -159,7 +159,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
             future.result = result  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 s.finish_background()
-            assert "f" in s._pending  # still to be completed
+            assert "f" in s.background.pending  # still to be completed
         states.append(s.state_dict_json())
     s.close()
     _same_rounds(states, in_process[1])
@@ -170,7 +170,7 @@ def test_close_ends_the_worker_of_the_background_fits() -> None:
     fitted) nor its thread stayed for the life of the process."""
     worker.shutdown_shared_pools()  # the pool below is the one this surrogate starts
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(background_fits="on", **SETTINGS))  # type: ignore[arg-type]
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     s.fit([_data(14)], DIGEST)
     pool = worker._SHARED[1]
     assert pool.alive
@@ -191,10 +191,10 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
 
     config = KernelDiscoveryConfig(background_fits="on", **SETTINGS)  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config)
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     for n in SIZES[:2]:
         s.fit([_data(n)], DIGEST)
-    pending = s._pending["f"]
+    pending = s.background.pending["f"]
     real = pending.future
     assert real is not None
 
@@ -212,8 +212,8 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
     acquisition._optimize = optimize  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="the optimizer failed"):
         acquisition.optimize(2, search_space_digest=DIGEST)
-    assert s._pending["f"] is pending  # not waited for, not lost
+    assert s.background.pending["f"] is pending  # not waited for, not lost
     pending.future = real
     s.finish_background()  # the next read completes the round
-    assert "f" not in s._pending and s.history[-1].timings["background_fits"] > 0
+    assert "f" not in s.background.pending and s.history[-1].timings["background_fits"] > 0
     s.close()

@@ -14,6 +14,7 @@ import math
 import pytest
 import torch
 from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models import SingleTaskGP
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.kernels import RBFKernel
@@ -23,7 +24,8 @@ from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.selection import num_hyperparameters
-from ax_kernel_discovery.surrogate.fitting import GUARD_NAME
+from ax_kernel_discovery.surrogate.choice import GUARD_NAME
+from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import RoundContext
 
@@ -60,7 +62,7 @@ def _round(s: KernelDiscoverySurrogate, X: torch.Tensor, y: torch.Tensor):  # no
 
 def _surrogate(**fields: object) -> KernelDiscoverySurrogate:
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(**{**FAST, **fields}))  # type: ignore[arg-type]
-    s.objective_weights = {"f": -1.0}  # minimize (Ax reports it at the first acquisition)
+    s.state.objective_weights = {"f": -1.0}  # minimize (Ax reports it at the first acquisition)
     return s
 
 
@@ -109,7 +111,7 @@ def test_the_default_guards_then_chooses_by_heldout_forecast_and_keeps_plain_ker
     s = KernelDiscoverySurrogate(
         KernelDiscoveryConfig(population_size=3, proposals_per_round=2, fit_maxiter=25, seed=0)
     )
-    s.objective_weights = {"f": -1.0}
+    s.state.objective_weights = {"f": -1.0}
     X, y = _raw(24)
     candidates = {}
     for n in (12, 16, 20, 24):
@@ -120,7 +122,7 @@ def test_the_default_guards_then_chooses_by_heldout_forecast_and_keeps_plain_ker
     assert first.guarded and first.chosen == GUARD_NAME and first.chosen_score is None
 
     def cost(name: str) -> tuple[int, int]:
-        return s.fitter.acquisition_cost(candidates[name], DIM)
+        return s.chooser.acquisition_cost(candidates[name], DIM)
 
     for rec in later:
         # held-out losses of the members that forecast the newest batch; the lowest wins,
@@ -166,7 +168,7 @@ def test_a_mixture_of_the_top_members_drives_the_acquisition() -> None:
 
 def _context(s: KernelDiscoverySurrogate, X: torch.Tensor, y: torch.Tensor) -> RoundContext:
     """The context of a round on ``(X, y)`` after the rounds ``s`` has made."""
-    state = s.outcome_states["f"]
+    state = s.state.outcomes["f"]
     return RoundContext(
         outcome="f",
         state=state,
@@ -197,23 +199,23 @@ def test_the_cost_tie_break_prefers_a_cheaper_kernel_within_noise() -> None:
     pop.get("RBF").heldout = held(0.02)  # cost 1, worse by far less than one s.e.
     pop.get("SL").heldout = held(0.0, jitter=0.0)  # cost 2, the best
     ctx = _context(s, X, y)
-    order, losses_ = s.fitter.choice_order(ctx)
+    order, losses_ = s.chooser.choice_order(ctx)
     assert losses_["SL"] < losses_["RBF"] and order[:2] == ["RBF", "SL"]
-    early = s.fitter.choice_before_fits(ctx)
+    early = s.chooser.choice_before_fits(ctx)
     assert early is not None and early.ranked == order  # known before the fits
-    models = {k: (None, None, 0.0) for k in order}
-    assert s.fitter.select(models, ctx).names == ["RBF"]  # type: ignore[arg-type]
+    models = {k: FittedKernel(None, ModelConfig(), 0.0) for k in order}
+    assert s.chooser.select(models, ctx).names == ["RBF"]
     del models["RBF"]  # its fit failed: the next in the order
-    assert s.fitter.select(models, ctx).names == ["SL"]  # type: ignore[arg-type]
+    assert s.chooser.select(models, ctx).names == ["SL"]
     pop.get("RBF").heldout = held(0.5, jitter=0.05)  # now clearly worse
-    order, _ = s.fitter.choice_order(ctx)
+    order, _ = s.chooser.choice_order(ctx)
     assert order[:2] == ["SL", "RBF"]
 
 
 def test_the_cost_tie_break_compares_structure_then_hyperparameters() -> None:
     s = _surrogate(criterion="prequential", tie_break="cost")
     pop = {m.name: m.candidate for m in s.population}
-    cost = {k: s.fitter.acquisition_cost(c, DIM) for k, c in pop.items()}
+    cost = {k: s.chooser.acquisition_cost(c, DIM) for k, c in pop.items()}
     assert cost["RBF"][0] == cost["Matern52"][0] == cost["RQ"][0] == 1
     assert cost["SL"][0] == cost["BOCK"][0] == 2  # a projecting leaf costs one more
     assert cost["RQ"][1] == cost["RBF"][1] + 1  # RQ's alpha
@@ -221,7 +223,7 @@ def test_the_cost_tie_break_compares_structure_then_hyperparameters() -> None:
     _round(s, X, y)
     fitted = s.fitter.fit_and_score(pop["RQ"], _context(s, X, y), members=list(pop.values()))
     assert fitted is not None  # the count is the fitted model's
-    assert cost["RQ"][1] == num_hyperparameters(fitted[0].covar_module)
+    assert cost["RQ"][1] == num_hyperparameters(fitted.model.covar_module)  # type: ignore[union-attr]
 
 
 def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatch) -> None:  # noqa: ANN001
@@ -236,10 +238,13 @@ def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatc
 
     scores = {"RBF": 0.100, "Matern52": 0.101, "RQ": 0.102, "BOCK": 0.5, "SL": 0.6}
     sizes = {"RBF": 50, "Matern52": 50, "RQ": 2, "BOCK": 50, "SL": 50}
-    models = {k: (_Fake(sizes[k]), type("C", (), {"name": k})(), v) for k, v in scores.items()}
+    models = {
+        k: FittedKernel(_Fake(sizes[k]), ModelConfig(name=k), v)  # type: ignore[arg-type]
+        for k, v in scores.items()
+    }
     monkeypatch.setattr(s.fitter, "fit_all", lambda *a, **k: dict(models))
     model, _ = _round(s, X, y)
-    assert s.history[-1].chosen == "RQ" and model is models["RQ"][0]
+    assert s.history[-1].chosen == "RQ" and model is models["RQ"].model
     assert "RQ" in s.population and len(s.population) == 2
     assert s.population.names == ["RBF", "RQ"]
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 from ax.api import Client
 from ax.api.configs import RangeParameterConfig
+from ax.generators.torch.botorch_modular.utils import ModelConfig
 from ax.utils.common.logger import set_ax_logger_levels
 
 from ax_kernel_discovery import (
@@ -21,6 +22,7 @@ from ax_kernel_discovery import (
 from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
+from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 
@@ -97,7 +99,7 @@ def test_client_loop_runs_rounds_of_kernel_discovery(two_rounds: Client) -> None
     assert len(s.population) <= CONFIG.population_size
     assert all(m.score is not None for m in s.population)
     assert [m.score for m in s.population] == sorted(m.score for m in s.population)
-    assert s.objective_weights == {"f": -1.0}, (
+    assert s.state.objective_weights == {"f": -1.0}, (
         "the acquisition did not report the objective direction"
     )
     assert s.history[1].previous_improved is not None
@@ -120,7 +122,7 @@ def test_json_save_load_keeps_population_and_continues(two_rounds: Client, tmp_p
     assert [m.name for m in s2.population] == [m.name for m in s.population]
     assert [m.score for m in s2.population] == pytest.approx([m.score for m in s.population])
     assert [m.formula for m in s2.population] == [m.formula for m in s.population]
-    assert len(s2.history) == len(s.history) and s2.round_index == s.round_index
+    assert len(s2.history) == len(s.history) and s2.state.round_index == s.state.round_index
     assert s2.config == s.config
     run_batch(loaded, 4)
     assert len(s2.history) == 3 and s2.history[-1].round == 2 and s2.history[-1].n == 18
@@ -161,7 +163,7 @@ def test_bad_proposals_are_recorded_and_the_run_goes_on(proposer: Proposer) -> N
     client = make_client(
         KernelDiscoveryConfig(population_size=5, proposals_per_round=1, fit_maxiter=40)
     )
-    find_surrogate(client)._proposer = proposer
+    find_surrogate(client).proposing.proposer = proposer
     run_batch(client, 10)
     run_batch(client, 2)
     rec = find_surrogate(client).history[-1]
@@ -194,7 +196,7 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(
     )
     client = make_client(config)
     recorder = recording_proposer
-    find_surrogate(client)._proposer = recorder
+    find_surrogate(client).proposing.proposer = recorder
     run_batch(client, 10)
     run_batch(client, 2)
     run_batch(client, 2)
@@ -203,11 +205,12 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(
     assert recorder.criteria == {"prequential"}  # prompts name the configured criterion
     assert (1, "MainThread") not in recorder.calls
     assert any(r == 1 and t.startswith("axkd-propose") for r, t in recorder.calls)
-    assert s.history[1].timings.get("proposer:prefetched") == 1.0
+    assert s.history[1].prefetched
     assert s.history[1].proposed and all(n.startswith("off_r1_") for n in s.history[1].proposed)
     import copy
 
-    assert copy.deepcopy(s)._prefetch == {}  # Ax deep-copies surrogates: no thread state travels
+    copied = copy.deepcopy(s).proposing  # Ax deep-copies surrogates: no thread state travels
+    assert copied._prefetch == {} and copied._executor is None
 
 
 def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
@@ -296,7 +299,7 @@ def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
     members = set(rec.scores) - set(rec.proposed)
     screened_only = [name for name in members if name not in fitted]
     # the 2 best *screened* members are refitted, whatever the new kernels scored
-    assert rec.selection == "halving" and rec.timings["finalists"] == 2
+    assert rec.selection == "halving" and rec.finalists == 2
     assert len(screened_only) == len(members) - 2
     # a new kernel is fitted once, as full selection fits it (no screen, no refit)
     assert rec.accepted and all(fitted.count(name) == 1 for name in rec.accepted)
@@ -352,19 +355,22 @@ def test_auto_selection_halves_only_rounds_that_add_few_points() -> None:
 def test_a_fit_over_fit_timeout_is_rejected_only_when_far_slower_than_the_fastest() -> None:
 
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(fit_timeout=60.0, slow_fit_factor=3.0))
-    models = {k: (None, None, 0.1) for k in ("RBF", "SL", "big", "screened")}
+
+    def fitted(**seconds: float) -> dict[str, FittedKernel]:
+        # 'screened' was scored at last round's hyperparameters: no fit, no seconds
+        names = ("RBF", "SL", "big", "screened")
+        return {k: FittedKernel(None, ModelConfig(), 0.1, seconds.get(k)) for k in names}
+
     ctx = _context(s, "f", 10)
     rec = ctx.rec
     # every fit needs more than fit_timeout (the Humanoid scale on a CPU)
-    rec.timings.update({"refit:RBF": 88.0, "refit:SL": 137.0, "refit:big": 300.0})
-    kept = s.fitter.drop_slow_fits(dict(models), ctx)  # type: ignore[arg-type]
+    kept = s.fitter.drop_slow_fits(fitted(RBF=88.0, SL=137.0, big=300.0), ctx)
     assert set(kept) == {"RBF", "SL", "screened"}  # 300 s > 3 x 88 s; 'screened' had no fit
     assert [(r.name, r.stage) for r in rec.rejected] == [("big", "timeout")]
     assert "264.0s" in rec.rejected[0].reason
     # at a normal scale, fit_timeout is the limit
-    ctx = _context(s, "f", 10)
-    ctx.rec.timings.update({"refit:RBF": 0.5, "refit:SL": 59.0, "refit:big": 61.0})
-    assert set(s.fitter.drop_slow_fits(dict(models), ctx)) == {"RBF", "SL", "screened"}  # type: ignore[arg-type]
+    kept = s.fitter.drop_slow_fits(fitted(RBF=0.5, SL=59.0, big=61.0), _context(s, "f", 10))
+    assert set(kept) == {"RBF", "SL", "screened"}
 
 
 def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> None:
@@ -387,10 +393,13 @@ def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
 
             self.covar_module = torch.nn.Linear(k, 1, bias=False)
 
-    models = {"big": (_Model(50), None, 0.100), "small": (_Model(2), None, 0.101)}
+    models = {
+        "big": FittedKernel(_Model(50), ModelConfig(), 0.100),  # type: ignore[arg-type]
+        "small": FittedKernel(_Model(2), ModelConfig(), 0.101),  # type: ignore[arg-type]
+    }
     loose = KernelDiscoverySurrogate(KernelDiscoveryConfig(parsimony_tolerance=0.01))
-    assert loose.fitter.choose(models) == "small"  # type: ignore[arg-type]
-    assert KernelDiscoverySurrogate().fitter.choose(models) == "big"  # type: ignore[arg-type]
+    assert loose.chooser.choose(models) == "small"
+    assert KernelDiscoverySurrogate().chooser.choose(models) == "big"
 
 
 def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
@@ -425,7 +434,7 @@ def test_new_composites_inherit_their_members_fitted_parameters() -> None:
     for q in (10, 4, 4, 4):
         run_batch(client, q)
     s = find_surrogate(client)
-    inherited = [r for r in s.history if r.timings.get("inherited")]
+    inherited = [r for r in s.history if r.fit_starts.get("inherited")]
     assert inherited, [r.proposed for r in s.history]
     for rec in inherited:
         assert rec.chosen == min(rec.scores, key=rec.scores.get)

@@ -71,7 +71,7 @@ def test_the_strike_rule_is_a_setting(rule: str, struck: str | None) -> None:
         rec=RoundRecord(round=1, outcome="f", n=6, dim=3),
         sign=-1.0,  # minimize: the rows 4.5 and 5 do not beat the best (0)
     )
-    s._strike(ctx)
+    s.steps.strike(ctx, s.state.objective_matrix, {})
     assert ctx.rec.struck == struck
     assert state.population.get("SL").strikes == (1 if struck else 0)
 
@@ -111,14 +111,14 @@ def test_the_offline_fallback_honours_the_grammar_and_remembers_its_proposals() 
     )
     s = KernelDiscoverySurrogate(config, proposer_factory=lambda c: Silent())
     pop = s._new_population(6)
-    first = s._propose(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6))
-    fallback = s.fallback_proposer
+    first = s.proposing.proposal(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6), 0)
+    fallback = s.proposing.fallback
     assert isinstance(fallback, OfflineEvolutionProposer) and fallback.grammar == "extended"
     assert first.candidates and all(c.origin == "offline" for c in first.candidates)
-    s.round_index = 0  # the same round again: a fresh operator would repeat itself
-    again = s._propose(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6))
-    assert s.fallback_proposer is fallback
+    s.state.round_index = 0  # the same round again: a fresh operator would repeat itself
+    again = s.proposing.proposal(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6), 0)
+    assert s.proposing.fallback is fallback
     assert not {c.key for c in again.candidates} & {c.key for c in first.candidates}
     # the memory is saved with the run and reloaded
     reloaded = KernelDiscoverySurrogate(config, state=s.state_dict_json())
-    assert reloaded.fallback_proposer.state_dict() == fallback.state_dict()
+    assert reloaded.proposing.fallback.state_dict() == fallback.state_dict()

@@ -1,4 +1,4 @@
-"""KernelFitter: the fit, score and choice steps, run without an Ax surrogate."""
+"""KernelFitter: the fit and score steps, run without an Ax surrogate."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.population import Population, base_candidate, start_candidates
 from ax_kernel_discovery.selection import loo_crps, prior_covariance
+from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.fitting import (
     FitJob,
@@ -65,21 +66,24 @@ def _context(pop: Population, n: int = 14) -> RoundContext:
     )
 
 
-def test_the_fitter_fits_scores_and_chooses_with_any_model_builder() -> None:
+def test_the_fitter_fits_and_scores_with_any_model_builder() -> None:
     config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=20, guard_rounds=0)
     fitter = KernelFitter(config, build)
     pop = Population(start_candidates()[:3], size=3)
     ctx = _context(pop)
     models = fitter.fit_all([m.candidate for m in pop], ctx)
     assert set(models) == {"RBF", "Matern52", "RQ"}
-    for name, (model, model_config, value) in models.items():
-        assert model_config.name == name
-        K, y = prior_covariance(model)
-        assert value == float(loo_crps(K, y).detach())  # the score is the criterion of the fit
-        assert set(ctx.state.warm[name]) == {k for k, _ in model.named_parameters()}
-    choice = fitter.select(models, ctx)
-    assert choice.names == [min(models, key=lambda k: models[k][2])] and not choice.guarded
-    guarded = KernelFitter(config.model_copy(update={"guard_rounds": 1}), build)
+    for name, fitted in models.items():
+        assert fitted.config.name == name and fitted.model is not None
+        K, y = prior_covariance(fitted.model)
+        # the score is the criterion of the fit, and the fit's seconds are kept with it
+        assert fitted.score == float(loo_crps(K, y).detach())
+        assert fitted.refit_seconds == ctx.rec.timings[f"refit:{name}"] > 0
+        assert set(ctx.state.warm[name]) == {k for k, _ in fitted.model.named_parameters()}
+    # the choice is another step's (choice.py): the best score, or Ax's default model
+    choice = Chooser(config).select(models, ctx)
+    assert choice.names == [min(models, key=lambda k: models[k].score)] and not choice.guarded
+    guarded = Chooser(config.model_copy(update={"guard_rounds": 1}))
     assert guarded.select(models, ctx).guarded  # the first BO round: Ax's default model
 
 
@@ -98,7 +102,7 @@ def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
     new = KernelCandidate.model_validate(base_candidate("matern52").model_dump())
     fitter.fit_and_score(new, ctx, members=[pop.get("RBF").candidate])
     assert seen == [("Matern52", ["RBF"], ["RBF"])]
-    assert ctx.rec.timings["custom"] == 1.0
+    assert ctx.rec.fit_starts == {"custom": 1} and "custom" not in ctx.rec.timings
     assert KernelFitter(config, build).start_rule is None  # inherit_parameters is off
     assert KernelFitter(config.model_copy(update={"inherit_parameters": True}), build).start_rule
 

@@ -50,15 +50,15 @@ class _Spy:
         self.surrogate = surrogate_of(client)
         self.forecasts: list[tuple[Any, Any]] = []
         self.transforms: list[list[Any]] = []  # Ax's fitted transforms, per fit
-        fitter = self.surrogate.fitter
-        original = fitter.forecast_data
+        scorer = self.surrogate.heldout
+        original = scorer.forecast_data
 
         def spy(ctx: Any, last: Any) -> Any:
             out = original(ctx, last)
             self.forecasts.append((ctx, out))
             return out
 
-        fitter.forecast_data = spy  # type: ignore[method-assign]
+        scorer.forecast_data = spy  # type: ignore[method-assign]
 
     def ask(self, n: int) -> dict[int, dict[str, Any]]:
         trials = self.client.get_next_trials(max_trials=n)
@@ -128,7 +128,7 @@ def test_the_batch_is_scored_in_the_units_of_the_fit_that_forecast_it(sem: float
                 data.Yvar.numpy().reshape(-1), expected_sem**2, rtol=1e-9, atol=0
             )
         # the old rows' targets are exactly what that fit's surrogate was handed
-        seen = spy.surrogate.outcome_states["f"].row_rounds
+        seen = spy.surrogate.state.outcomes["f"].row_rounds
         assert all(seen[(trials[i], f"{trials[i]}_0")] < ctx.rec.round for i in range(block[0]))
 
 

@@ -91,7 +91,7 @@ def test_prefetched_proposals_are_used_for_every_outcome(
     strategy = kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
     client = unit_box_client(DIM, strategy, objective="-a, -b")
     recorder = recording_proposer
-    surrogate_of(client)._proposer = recorder
+    surrogate_of(client).proposing.proposer = recorder
     _complete_front(client, client.get_next_trials(max_trials=4))
     for _ in range(3):
         _complete(client, client.get_next_trials(max_trials=2), 5.0, 5.0)
@@ -100,4 +100,4 @@ def test_prefetched_proposals_are_used_for_every_outcome(
     assert main_thread == [0, 0]  # only the first round, once per outcome, waits for them
     later = [r for r in surrogate.history if r.round >= 1]
     assert {r.outcome for r in later} == {"a", "b"}
-    assert all(r.timings.get("proposer:prefetched") == 1.0 for r in later)
+    assert all(r.prefetched for r in later)

@@ -74,7 +74,7 @@ def test_members_share_the_batch_and_are_credited(tmp_path: Path) -> None:
         counts = last_shared[rec.round - 1].portfolio_points
         total = sum(counts[m] * rec.portfolio_rewards[m] for m in rec.portfolio_rewards)
         assert total == pytest.approx(0.0, abs=1e-9)
-    state = surrogate.outcome_states["f"]
+    state = surrogate.state.outcomes["f"]
     assert state.gains and set(state.gains) <= set(state.population.names)
     # each member's points came from an acquisition function on its own model
     models = _ask_and_tell(client, 6)
@@ -86,7 +86,7 @@ def test_members_share_the_batch_and_are_credited(tmp_path: Path) -> None:
     # the gains and the pending points survive Ax's JSON storage
     client.save_to_json_file(str(tmp_path / "run.json"))
     loaded = surrogate_of(Client.load_from_json_file(str(tmp_path / "run.json")))
-    restored = loaded.outcome_states["f"]
+    restored = loaded.state.outcomes["f"]
     assert restored.gains == state.gains
     assert restored.portfolio_points == state.portfolio_points
 

@@ -156,7 +156,7 @@ def test_fits_in_the_background_equal_fits_in_process(
     # the chosen kernel was fitted before the acquisition, the others in the worker
     assert rec_on.timings["fit_and_score"] < rec_off.timings["fit_and_score"]
     assert on == off  # every decision and score, exactly
-    warm_off, warm_on = s_off.outcome_states[METRIC].warm, s_on.outcome_states[METRIC].warm
+    warm_off, warm_on = s_off.state.outcomes[METRIC].warm, s_on.state.outcomes[METRIC].warm
     assert warm_on.keys() == warm_off.keys()
     for kernel, params in warm_off.items():
         for key, value in params.items():

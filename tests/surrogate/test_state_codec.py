@@ -10,11 +10,10 @@ import sys
 import pytest
 import torch
 
+from ax_kernel_discovery.candidate import decode_keys, encode_keys
 from ax_kernel_discovery.surrogate.state import (
     LastChoice,
-    decode_keys,
     decode_tensors,
-    encode_keys,
     encode_tensors,
     row_digests,
     warm_parameters,

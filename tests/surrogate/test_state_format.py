@@ -17,7 +17,7 @@ from ax_kernel_discovery import (
     kernel_discovery_generation_strategy,
     surrogate_of,
 )
-from ax_kernel_discovery.surrogate.core import STATE_FORMAT
+from ax_kernel_discovery.surrogate.state import STATE_FORMAT
 from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)
@@ -50,7 +50,7 @@ def test_a_surrogate_used_on_another_experiment_starts_afresh(
     history = surrogate.history
     assert {r.dim for r in history} == {3}
     assert history[0].round == 0 and history[0].guarded  # a guard round, as a new run
-    assert surrogate.objective_weights == {"f": 1.0}
+    assert surrogate.state.objective_weights == {"f": 1.0}
     assert any("starts afresh" in r.message for r in caplog.records)
 
 

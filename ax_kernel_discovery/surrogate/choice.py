@@ -1,0 +1,259 @@
+"""The choice of a round: which member (or mixture) the acquisition gets.
+
+:class:`Chooser` is a collaborator of
+:class:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate`: it ranks the members
+by their held-out forecasts (``prequential``: the lowest held-out loss first; with the
+cost tie rule, the members within noise of the best cheapest first), weighs a mixture of
+the best members, and takes the best fit score under the other criteria. It fits nothing
+(:mod:`.fitting`) and scores no forecast (:mod:`.heldout`), and changes no state: it reads
+the population and the round's fitted kernels and returns a :class:`Choice`.
+
+Under ``prequential`` the choice compares forecasts that earlier fits made, so it is known
+before the round's fits (:meth:`Chooser.choice_before_fits`): that is what lets a round fit
+its other kernels in the background (:mod:`.background`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.population import Member, Population
+from ax_kernel_discovery.selection import (
+    mixture_counts,
+    num_hyperparameters,
+    pseudo_bma_weights,
+    stacking_weights,
+    within_noise,
+)
+from ax_kernel_discovery.surrogate.fitting import FittedKernel
+from ax_kernel_discovery.surrogate.state import RoundContext
+
+#: What a round records as chosen when ``guard_rounds`` hands the acquisition Ax's default.
+GUARD_NAME = "AxDefault"
+
+#: Mixture weights are rounded to multiples of 1 / MIXTURE_SLOTS.
+MIXTURE_SLOTS = 12
+
+
+@dataclass
+class Choice:
+    """What a round hands the acquisition: one member, a weighted mixture, or Ax's default.
+
+    Attributes:
+        names: The chosen members, the main one (largest weight) first.
+        counts: Integer mixture weights (see :class:`~.mixture.KernelMixtureModel`).
+        weights: ``counts`` normalized.
+        scores: The scores the choice compared (lower is better).
+        guarded: Ax's default model instead of a member (``guard_rounds``).
+    """
+
+    names: list[str]
+    counts: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    guarded: bool = False
+
+
+@dataclass
+class EarlyChoice:
+    """A round's choice known before its fits (see :meth:`KernelFitter.choice_before_fits`).
+
+    Attributes:
+        guarded: Ax's default model (``guard_rounds``).
+        ranked: The members to try, best held-out loss first: the first whose fit
+            succeeds is chosen.
+        scores: The held-out losses the choice compares (of the members whose fits
+            succeed, once they are known).
+    """
+
+    guarded: bool = False
+    ranked: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+class Chooser:
+    """The choice step of a round of kernel discovery.
+
+    Args:
+        config: The surrogate's settings (``criterion``, ``guard_rounds``,
+            ``heldout_score``, ``score_batches``, ``tie_break``, ``mixture_top_k``,
+            ``mixture_weights``, ``parsimony_tolerance``).
+    """
+
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+        self._sizes: dict[tuple[str, int], int] = {}  # (candidate key, dim) -> hyperparameters
+
+    def member_score(self, member: Member, models: Mapping[str, FittedKernel]) -> float | None:
+        """The score a member is ranked by: held-out (``prequential``) or its fit's score."""
+        if self.config.criterion == "prequential":
+            return member.heldout_loss(self.config.heldout_score, self.config.score_batches)
+        return models[member.name].score
+
+    def select(self, models: dict[str, FittedKernel], ctx: RoundContext) -> Choice:
+        """The round's choice among the fitted members (see :class:`Choice`).
+
+        * the first ``guard_rounds`` BO rounds hand the acquisition Ax's default model;
+        * ``prequential``: the first fitted member in :meth:`choice_order` (the lowest
+          held-out loss among those that have forecast a batch; with
+          ``tie_break="cost"``, the cheapest member within noise of it), or a mixture of
+          it and the next best of the ``mixture_top_k``; before any member has
+          forecast a batch, the fit scores decide (``lbo_crps``, LOO-CRPS before the
+          first batch);
+        * otherwise the best fit score (:meth:`choose`).
+        """
+        pop = ctx.population
+        fit_scores = {k: v.score for k, v in models.items()}
+        done = len(ctx.history)
+        if done < self.config.guard_rounds:
+            return Choice(names=[], scores=fit_scores, guarded=True)
+        if self.config.criterion == "prequential":
+            order, losses = self.choice_order(ctx)
+            eligible = {k: v for k, v in losses.items() if k in models}
+            if eligible:
+                best = next(k for k in order if k in models)
+                if self.config.mixture_top_k <= 1:
+                    return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
+                ranked = sorted(eligible, key=lambda k: (eligible[k], k))
+                top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
+                return self._mixture(pop, top, eligible)
+        return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
+
+    def choice_before_fits(self, ctx: RoundContext) -> EarlyChoice | None:
+        """The round's choice as :meth:`select` will make it, known before the fits.
+
+        Under ``prequential`` (one member) the choice compares held-out forecasts of
+        earlier fits, so this round's fits decide only which members can still be chosen:
+        the first member of :meth:`choice_order` whose fit succeeds. A guard round hands
+        on Ax's default model whatever the fits give. ``None`` where the choice needs this
+        round's fit scores (another criterion, no member with a forecast yet) or several
+        fitted members (a mixture).
+        """
+        if len(ctx.history) < self.config.guard_rounds:
+            return EarlyChoice(guarded=True)
+        if self.config.criterion != "prequential" or self.config.mixture_top_k > 1:
+            return None
+        order, losses = self.choice_order(ctx)
+        if not order:
+            return None
+        return EarlyChoice(ranked=order, scores=losses)
+
+    def choice_order(self, ctx: RoundContext) -> tuple[list[str], dict[str, float]]:
+        """The members that have forecast a batch, in the order the ``prequential``
+        choice takes them (the first whose fit succeeds), and their held-out losses.
+
+        Best held-out loss first; with ``tie_break="cost"``, the members within one
+        paired standard error of the best come first, cheapest for the acquisition first
+        (:meth:`acquisition_cost`). The order is fixed before the round's fits, so a
+        round that fits its other kernels in the background chooses as one that fits
+        them all first.
+        """
+        pop = ctx.population
+        losses, ranked = self.heldout_ranking(list(pop))
+        if self.config.resolved_tie_break() != "cost" or not ranked:
+            return ranked, losses
+        lead = pop.get(ranked[0])
+        tied = [ranked[0]]
+        for name in ranked[1:]:
+            rounds = self._common_rounds([lead, pop.get(name)])
+            if rounds and within_noise(
+                self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
+            ):
+                tied.append(name)
+        tied.sort(
+            key=lambda k: (*self.acquisition_cost(pop.get(k).candidate, ctx.dim), losses[k], k)
+        )
+        return tied + [k for k in ranked if k not in tied], losses
+
+    def acquisition_cost(self, candidate: KernelCandidate, dim: int) -> tuple[int, int]:
+        """What ``tie_break="cost"`` compares: the kernel's structure (leaves, warps,
+        projections; :attr:`~.candidate.KernelCandidate.acquisition_cost`), then its
+        number of hyperparameters at ``dim`` inputs (a kernel that cannot be built
+        counts as the most expensive)."""
+        key = (candidate.key, dim)
+        if key not in self._sizes:
+            try:
+                self._sizes[key] = num_hyperparameters(candidate.build(dim))
+            except Exception:  # noqa: BLE001 - its fit will fail and say why
+                self._sizes[key] = sys.maxsize
+        return candidate.acquisition_cost, self._sizes[key]
+
+    def heldout_ranking(self, members: Sequence[Member]) -> tuple[dict[str, float], list[str]]:
+        """The members that have forecast a batch, with their held-out losses, and their
+        names best first (ties by name): what the ``prequential`` choice compares."""
+        kind, window = self.config.heldout_score, self.config.score_batches
+        losses = {m.name: m.heldout_loss(kind, window) for m in members}
+        eligible = {k: v for k, v in losses.items() if v is not None}
+        return eligible, sorted(eligible, key=lambda k: (eligible[k], k))
+
+    def _heldout_losses(self, member: Member, rounds: Sequence[int]) -> Tensor:
+        """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
+        by_round = {h.round: h for h in member.heldout}
+        return torch.tensor(
+            [v for r in rounds for v in by_round[r].loss(self.config.heldout_score)],
+            dtype=torch.float64,
+        )
+
+    def _common_rounds(self, members: Sequence[Member]) -> list[int]:
+        """The batches (by round) in the window that every one of ``members`` forecast."""
+        window = self.config.score_batches
+        sets = [{h.round for h in m.heldout[-window:]} for m in members]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    def _mixture(self, pop: Population, top: list[str], eligible: dict[str, float]) -> Choice:
+        """Weights of the members ``top`` from their held-out log densities on common points."""
+        members = [pop.get(k) for k in top]
+        rounds = self._common_rounds(members)
+        if self.config.mixture_weights == "equal" or not rounds:
+            weights = [1.0 / len(top)] * len(top)
+        else:
+            by_round = [{h.round: h for h in m.heldout} for m in members]
+            log_density = torch.tensor(
+                [[v for r in rounds for v in b[r].logpdf] for b in by_round], dtype=torch.float64
+            )
+            w = (
+                stacking_weights(log_density)
+                if self.config.mixture_weights == "stacking"
+                else pseudo_bma_weights(log_density)
+            )
+            weights = w.tolist()
+        counts = mixture_counts(weights, MIXTURE_SLOTS)
+        order = sorted((i for i in range(len(top)) if counts[i] > 0), key=lambda i: (-counts[i], i))
+        total = sum(counts)
+        return Choice(
+            names=[top[i] for i in order],
+            counts=[counts[i] for i in order],
+            weights=[counts[i] / total for i in order],
+            scores=eligible,
+        )
+
+    def choose(self, models: dict[str, FittedKernel]) -> str:
+        """The best-scoring kernel; with ``parsimony_tolerance``, the simplest near-best one.
+
+        Kernels whose score is within ``parsimony_tolerance`` of the best are taken as
+        tied, and the one with the fewest hyperparameters wins (the acquisition optimizer
+        evaluates the chosen kernel thousands of times).
+        """
+        best = min(models, key=lambda k: models[k].score)
+        tol = self.config.parsimony_tolerance
+        if tol <= 0:
+            return best
+        near = [k for k in models if models[k].score <= models[best].score + tol]
+
+        def cost(name: str) -> tuple[int, float]:
+            model = models[name].model
+            covar = model.covar_module if model is not None else None
+            size = num_hyperparameters(covar) if isinstance(covar, torch.nn.Module) else 0
+            return size, models[name].score
+
+        return min(near, key=cost)
+
+
+__all__ = ["GUARD_NAME", "MIXTURE_SLOTS", "Choice", "Chooser", "EarlyChoice"]
