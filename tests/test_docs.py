@@ -163,8 +163,9 @@ def test_the_readme_result_table_is_generated_from_the_run_files() -> None:
 
 
 def _generated_text(benchmark_script: Any) -> str:
-    """What the project's generators print: the study report and the benchmark tables the
-    docs quote (``benchmarks/acqf_twins.py``, ``benchmarks/llm_study_tables.py``)."""
+    """What the project's generators print: the study report, the hold-out study's README
+    table and the benchmark tables the docs quote (``benchmarks/acqf_twins.py``,
+    ``benchmarks/llm_study_tables.py``)."""
     import contextlib
     import io
 
@@ -172,7 +173,8 @@ def _generated_text(benchmark_script: Any) -> str:
     with contextlib.redirect_stdout(out):
         benchmark_script("acqf_twins").main([])
         benchmark_script("llm_study_tables").main([])
-    return out.getvalue() + (ROOT / "docs" / "results.md").read_text()
+    holdout = readme_table(holdout_summary(ROOT / "benchmarks" / "results" / "holdout"))
+    return out.getvalue() + (ROOT / "docs" / "results.md").read_text() + holdout
 
 
 def test_quoted_study_numbers_come_from_a_generated_table(benchmark_script: Any) -> None:
