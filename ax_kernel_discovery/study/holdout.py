@@ -144,6 +144,9 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     for p in HOLDOUT.problems:
         kd = _bests(runs, p, "kd")
         row: dict[str, Any] = {"n": {m: len(_bests(runs, p, m)) for m in HOLDOUT.methods}}
+        row["failed"] = {
+            m: failed for m in HOLDOUT.methods if (failed := _failed(root, runs, p, m))
+        }
         if not kd:
             problems[p] = row
             continue
@@ -162,7 +165,10 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     done = [
         p
         for p, row in problems.items()
-        if all(row["n"][m] == len(CONFIRMATION_SEEDS) for m in HOLDOUT.methods)
+        if all(
+            row["n"][m] + len(row["failed"].get(m, {})) == len(CONFIRMATION_SEEDS)
+            for m in HOLDOUT.methods
+        )
     ]
     target: dict[str, Any] = {"complete": len(done) == len(HOLDOUT.problems)}
     if target["complete"]:
@@ -179,6 +185,22 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
             and target["mean_at_least_bock"] >= 3
         )
     return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
+
+
+def _failed(
+    root: str | Path, runs: Sequence[Mapping[str, Any]], problem: str, method: str
+) -> dict[int, str]:
+    """The confirmation seeds whose run of ``method`` failed (the sweep wrote the
+    traceback beside the results and no complete result exists): seed -> the error line.
+    A failed run is not retried; its comparisons pair the other seeds."""
+    done = _bests(runs, problem, method)
+    out: dict[int, str] = {}
+    for seed in CONFIRMATION_SEEDS:
+        path = Path(root) / "confirmation" / f"{problem}__{method}__seed{seed}.error.txt"
+        if seed not in done and path.is_file():
+            lines = [x for x in path.read_text().splitlines() if x.strip()]
+            out[seed] = lines[-1].strip() if lines else "failed"
+    return out
 
 
 def _kd_config(runs: Sequence[Mapping[str, Any]]) -> Any:
@@ -226,6 +248,13 @@ def readme_table(summary: Mapping[str, Any]) -> str:
         "is the mean paired difference of the best value found, positive where kd is "
         "better; p: exact two-sided sign and permutation tests."
     )
+    for p, row in conf["problems"].items():
+        for m, failed in row.get("failed", {}).items():
+            for seed, error in failed.items():
+                lines.append(
+                    f"The {m} run of {p} seed {seed} failed ({error}); it is not retried, and "
+                    f"the comparisons with {m} pair the other seeds."
+                )
     target = conf["target"]
     if target.get("complete"):
         lines.append(

@@ -136,3 +136,33 @@ def test_a_tie_in_the_rule_goes_to_the_simpler_variant(
     summary = holdout_summary(tmp_path)["tuning"]
     assert summary["variants"]["a_two"]["mean_z"] == summary["variants"]["z_none"]["mean_z"]
     assert summary["chosen"] == "z_none"
+
+
+def test_a_failed_run_is_reported_and_the_others_are_paired(tmp_path: Path) -> None:
+    conf = tmp_path / "confirmation"
+    for p in PROBLEMS:
+        for i, s in enumerate(CONFIRMATION_SEEDS):
+            base = 2.0 + 0.01 * i
+            _write(conf, p, "ax_default", s, base)
+            _write(conf, p, "kd", s, _better(p, base, 0.1), {})
+            if (p, i) == ("rover100", 12):  # bock's fit failed: a traceback, no result
+                (conf / f"{p}__bock__seed{s}.error.txt").write_text(
+                    "Traceback (most recent call last):\n  ...\n"
+                    "botorch.exceptions.errors.ModelFittingError: All attempts failed.\n"
+                )
+            else:
+                _write(conf, p, "bock", s, base)
+    summary = holdout_summary(tmp_path)
+    rover = summary["confirmation"]["problems"]["rover100"]
+    failed_seed = CONFIRMATION_SEEDS[12]
+    assert rover["failed"] == {
+        "bock": {failed_seed: "botorch.exceptions.errors.ModelFittingError: All attempts failed."}
+    }
+    assert rover["vs_bock"]["n"] == 14 and rover["vs_ax_default"]["n"] == 15
+    assert summary["confirmation"]["target"]["complete"]  # a failure is a run that was made
+    table = readme_table(summary)
+    assert f"The bock run of rover100 seed {failed_seed} failed (botorch" in table
+    assert "the protocol's target is met" in table
+    # without the traceback the run is simply missing: no claim is made
+    (conf / f"rover100__bock__seed{failed_seed}.error.txt").unlink()
+    assert not holdout_summary(tmp_path)["confirmation"]["target"]["complete"]
