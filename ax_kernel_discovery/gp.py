@@ -2,7 +2,9 @@
 
 ``KernelDiscoveryGP`` is BoTorch's ``SingleTaskGP`` unchanged; it exists so that Ax's
 ``fit_botorch_model`` dispatcher can fit population members with a wall-clock limit
-and fewer fallback attempts (Ax itself calls ``fit_gpytorch_mll`` without options).
+and fewer fallback attempts (Ax itself calls ``fit_gpytorch_mll`` without options). A
+fixed kernel's config carries none of them, so it is fitted with BoTorch's defaults, as
+Ax fits its own model.
 The options travel in ``ModelConfig.mll_options["fit_options"]``, so they are stored
 with the model config by Ax.
 """
@@ -52,8 +54,7 @@ def _fit_kernel_discovery_gp(
         optimizer_kwargs["timeout_sec"] = float(fit_options["timeout_sec"])
     if fit_options.get("maxiter") is not None:
         optimizer_kwargs["options"] = {"maxiter": int(fit_options["maxiter"])}
-    fit_gpytorch_mll(
-        mll,
-        optimizer_kwargs=optimizer_kwargs or None,
-        max_attempts=int(fit_options.get("max_attempts", 3)),
-    )
+    fit_kwargs: dict[str, Any] = {}
+    if fit_options.get("max_attempts") is not None:  # else BoTorch's, as Ax's own fit
+        fit_kwargs["max_attempts"] = int(fit_options["max_attempts"])
+    fit_gpytorch_mll(mll, optimizer_kwargs=optimizer_kwargs or None, **fit_kwargs)

@@ -96,3 +96,33 @@ def test_warm_start_from_parameters_only() -> None:
         torch.testing.assert_close(fresh.state_dict()[key], value)
     with pytest.raises(RuntimeError, match="Unexpected"):
         fresh.load_state_dict({**warm, "no.such.parameter": torch.zeros(1)})
+
+
+def test_a_fixed_kernel_is_fitted_with_botorchs_attempts_and_a_member_with_kds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fixed kernel (the bock baseline, a library kernel) is fitted as Ax fits its own
+    model: BoTorch's fit attempts; only kd's population members are held to
+    MEMBER_FIT_ATTEMPTS (a bock run failed after 3 attempts where Ax would try 5)."""
+    import inspect
+
+    from botorch.fit import _fit_fallback
+
+    from ax_kernel_discovery import gp
+    from ax_kernel_discovery.baselines.methods import fixed_kernel_config
+    from ax_kernel_discovery.surrogate.fitting import MEMBER_FIT_ATTEMPTS, candidate_model_config
+
+    calls: list[dict] = []
+    monkeypatch.setattr(gp, "fit_gpytorch_mll", lambda mll, **kwargs: calls.append(kwargs))
+    X, Y = _data()
+    bock = fixed_kernel_config("bock")
+    member = candidate_model_config(MEMBERS["tree"], 60.0, 20, MEMBER_FIT_ATTEMPTS)
+    for config in (bock, member):
+        gp._fit_kernel_discovery_gp(
+            _model("tree", X, Y), ExactMarginalLogLikelihood, dict(config.mll_options)
+        )
+    assert "max_attempts" not in calls[0]  # BoTorch's own default, as in Ax's fit
+    # BoTorch's fallback fit (the one a SingleTaskGP gets) tries 5 times
+    assert inspect.signature(_fit_fallback).parameters["max_attempts"].default == 5
+    assert calls[1]["max_attempts"] == MEMBER_FIT_ATTEMPTS == 3
+    assert calls[1]["optimizer_kwargs"] == {"timeout_sec": 60.0, "options": {"maxiter": 20}}

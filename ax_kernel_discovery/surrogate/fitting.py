@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
@@ -59,15 +59,31 @@ class FittedKernel(NamedTuple):
     refit_seconds: float | None = None
 
 
+#: Fit attempts of a population member (BoTorch's ``fit_gpytorch_mll`` tries 5 times): a
+#: member that fails three times is rejected for the round instead of costing two more.
+MEMBER_FIT_ATTEMPTS = 3
+
+
 def candidate_model_config(
-    candidate: KernelCandidate, fit_timeout: float | None = None, maxiter: int | None = None
+    candidate: KernelCandidate,
+    fit_timeout: float | None = None,
+    maxiter: int | None = None,
+    max_attempts: int | None = None,
 ) -> ModelConfig:
-    """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON)."""
+    """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON).
+
+    Options left ``None`` are BoTorch's (no time limit, its iterations and its fit
+    attempts), so that a fixed kernel is fitted as Ax fits its own model; kernel discovery
+    passes its own for population members.
+    """
+    fit_options: dict[str, Any] = {"timeout_sec": fit_timeout, "maxiter": maxiter}
+    if max_attempts is not None:
+        fit_options["max_attempts"] = max_attempts
     return ModelConfig(
         botorch_model_class=KernelDiscoveryGP,
         covar_module_class=DiscoveredKernel,
         covar_module_options={"candidate": candidate.model_dump_json()},
-        mll_options={"fit_options": {"timeout_sec": fit_timeout, "maxiter": maxiter}},
+        mll_options={"fit_options": fit_options},
         name=candidate.name,
     )
 
@@ -340,7 +356,7 @@ class KernelFitter:
             warm = start.parameters
             if start.label:
                 ctx.rec.fit_starts[start.label] = ctx.rec.fit_starts.get(start.label, 0) + 1
-        config = candidate_model_config(cand, self.config.fit_timeout, maxiter)
+        config = candidate_model_config(cand, self.config.fit_timeout, maxiter, MEMBER_FIT_ATTEMPTS)
         return FitJob(cand.name, config, warm, refit)
 
     def _fit_jobs(

@@ -25,7 +25,11 @@ from ax_kernel_discovery.selection import (
     heldout_predictive,
     prior_covariance,
 )
-from ax_kernel_discovery.surrogate.fitting import ModelBuilder, candidate_model_config
+from ax_kernel_discovery.surrogate.fitting import (
+    MEMBER_FIT_ATTEMPTS,
+    ModelBuilder,
+    candidate_model_config,
+)
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import RoundContext
 
@@ -71,7 +75,9 @@ class HeldoutScorer:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
-            config = candidate_model_config(member.candidate, self.config.fit_timeout)
+            config = candidate_model_config(
+                member.candidate, self.config.fit_timeout, max_attempts=MEMBER_FIT_ATTEMPTS
+            )
             try:
                 model = self.build_model(data, ctx.search_space_digest, config, warm, False)
                 with torch.no_grad():

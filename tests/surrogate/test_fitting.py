@@ -20,6 +20,7 @@ from ax_kernel_discovery.selection import loo_crps, prior_covariance
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.fitting import (
+    MEMBER_FIT_ATTEMPTS,
     FitJob,
     FitStart,
     KernelFitter,
@@ -118,3 +119,11 @@ def test_a_worker_fit_returns_the_exact_state_or_the_error() -> None:
     job = FitJob("bad", candidate_model_config(bad), None, True)
     state, _, error = fit_in_worker(ctx.dataset, ctx.search_space_digest, job)
     assert state is None and error is not None and "nope" in error
+
+
+def test_members_are_fitted_with_kds_attempts() -> None:
+    config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=5, guard_rounds=0)
+    pop = Population(start_candidates()[:1], size=1)
+    models = KernelFitter(config, build).fit_all([m.candidate for m in pop], _context(pop))
+    fit_options = models["RBF"].config.mll_options["fit_options"]
+    assert fit_options["max_attempts"] == MEMBER_FIT_ATTEMPTS
