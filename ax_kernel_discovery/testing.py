@@ -83,10 +83,11 @@ def acquisitions_built() -> Iterator[list[Any]]:
 TINY_ACQUISITION: dict[str, int] = {"num_restarts": 1, "raw_samples": 16, "maxiter": 5}
 
 
-def unit_box_client(dim: int, strategy: Any, objective: str = "-f", seed: int = 0) -> Any:
+def unit_box_client(dim: int, strategy: Any = None, objective: str = "-f", seed: int = 0) -> Any:
     """An Ax ``Client`` over ``[0, 1]^dim`` (parameters ``x0``, ``x1``, ...) with
-    ``objective`` (Ax's syntax: ``"-f"``, ``"-a, -b"``) and ``strategy`` set: the
-    experiment the package's tests run a strategy on.
+    ``objective`` (Ax's syntax: ``"-f"``, ``"-a, -b"``) and ``strategy`` set (``None``:
+    Ax chooses its own, as ``Client()`` does): the experiment the package's tests run a
+    strategy on.
 
     Example:
         >>> from ax_kernel_discovery import kernel_discovery_generation_strategy
@@ -105,7 +106,8 @@ def unit_box_client(dim: int, strategy: Any, objective: str = "-f", seed: int = 
         ]
     )
     client.configure_optimization(objective)
-    client.set_generation_strategy(strategy)
+    if strategy is not None:
+        client.set_generation_strategy(strategy)
     return client
 
 

@@ -11,7 +11,6 @@ import torch
 from ax.analysis.markdown.markdown_analysis import MarkdownAnalysisCard
 from ax.analysis.plotly.plotly_analysis import PlotlyAnalysisCard
 from ax.api import Client
-from ax.api.configs import RangeParameterConfig
 from ax.core.analysis_card import AnalysisCard, AnalysisCardGroup, NotApplicableStateAnalysisCard
 from ax.generators.torch.botorch_modular.surrogate import Surrogate
 
@@ -25,6 +24,7 @@ from ax_kernel_discovery import (
 )
 from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.cards import population_frame
+from ax_kernel_discovery.testing import unit_box_client
 
 torch.set_num_threads(1)
 
@@ -32,17 +32,7 @@ D = 4
 
 
 def _client(strategy: Any | None = None) -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
-            for i in range(D)
-        ]
-    )
-    client.configure_optimization(objective="-loss")
-    if strategy is not None:
-        client.set_generation_strategy(strategy)
-    return client
+    return unit_box_client(D, strategy, objective="-loss")
 
 
 def _loss(params: dict[str, Any]) -> float:

@@ -142,25 +142,21 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     runs = [r for r in _load(Path(root) / "confirmation") if int(r["seed"]) in CONFIRMATION_SEEDS]
     problems: dict[str, Any] = {}
     for p in HOLDOUT.problems:
-        kd = _bests(runs, p, "kd")
-        row: dict[str, Any] = {"n": {m: len(_bests(runs, p, m)) for m in HOLDOUT.methods}}
+        bests = {m: _bests(runs, p, m) for m in HOLDOUT.methods}
+        row: dict[str, Any] = {"n": {m: len(b) for m, b in bests.items()}}
         row["failed"] = {
-            m: failed for m in HOLDOUT.methods if (failed := _failed(root, runs, p, m))
+            m: failed for m, b in bests.items() if (failed := _failed(root, p, m, set(b)))
         }
+        kd = bests["kd"]
         if not kd:
             problems[p] = row
             continue
         minimize = _minimize(runs, p)
         row["direction"] = "minimize" if minimize else "maximize"
-        row["means"] = {
-            m: float(np.mean(list(b.values())))
-            for m in HOLDOUT.methods
-            if (b := _bests(runs, p, m))
-        }
+        row["means"] = {m: float(np.mean(list(b.values()))) for m, b in bests.items() if b}
         for base in ("ax_default", "bock"):
-            other = _bests(runs, p, base)
-            if other:
-                row[f"vs_{base}"] = paired_comparison(kd, other, minimize)
+            if bests[base]:
+                row[f"vs_{base}"] = paired_comparison(kd, bests[base], minimize)
         problems[p] = row
     done = [
         p
@@ -187,13 +183,10 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
 
 
-def _failed(
-    root: str | Path, runs: Sequence[Mapping[str, Any]], problem: str, method: str
-) -> dict[int, str]:
+def _failed(root: str | Path, problem: str, method: str, done: set[int]) -> dict[int, str]:
     """The confirmation seeds whose run of ``method`` failed (the sweep wrote the
-    traceback beside the results and no complete result exists): seed -> the error line.
-    A failed run is not retried; its comparisons pair the other seeds."""
-    done = _bests(runs, problem, method)
+    traceback beside the results and no complete result, ``done``, exists): seed -> the
+    error line. A failed run is not retried; its comparisons pair the other seeds."""
     out: dict[int, str] = {}
     for seed in CONFIRMATION_SEEDS:
         path = Path(root) / "confirmation" / f"{problem}__{method}__seed{seed}.error.txt"
