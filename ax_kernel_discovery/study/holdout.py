@@ -249,6 +249,7 @@ def readme_table(summary: Mapping[str, Any]) -> str:
                     f"the comparisons with {m} pair the other seeds."
                 )
     target = conf["target"]
+    lines.extend(_not_ahead(conf["problems"], bool(target.get("complete"))))
     if target.get("complete"):
         lines.append(
             f"kd's mean is at least Ax's default's on {target['mean_at_least_ax_default']} of "
@@ -260,6 +261,36 @@ def readme_table(summary: Mapping[str, Any]) -> str:
     else:
         lines.append("The confirmation runs are not complete yet: no claim is made.")
     return "\n".join(lines)
+
+
+def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
+    """Where kd is not ahead, said plainly: behind on the mean, or ahead on the mean without
+    the protocol's evidence (an exact sign p at most :data:`TARGET_SIGN_P`)."""
+    lines = []
+    for base, label in (("ax_default", "Ax's default"), ("bock", "BOCK")):
+        behind, unproven = [], []
+        for p, row in problems.items():
+            c = row.get(f"vs_{base}")
+            if not c or not c.get("n"):
+                continue
+            p_sign = c["p_sign"] if c.get("p_sign") is not None else 1.0
+            tally = f"{c['wins']}/{c['ties']}/{c['losses']}, sign p {p_sign:.3f}"
+            if c["mean_diff"] < 0:
+                behind.append(f"{p} ({tally})")
+            elif p_sign > TARGET_SIGN_P:
+                unproven.append(f"{p} ({tally})")
+        if behind or unproven:
+            said = []
+            if behind:
+                said.append(f"its mean is behind on {', '.join(behind)}")
+            if unproven:
+                said.append(
+                    f"it is ahead on the mean without a sign p <= {TARGET_SIGN_P} on "
+                    f"{', '.join(unproven)}"
+                )
+            when = "" if complete else " so far"
+            lines.append(f"Where kd is not ahead of {label}{when}: {'; '.join(said)}.")
+    return lines
 
 
 def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT) -> list[str]:

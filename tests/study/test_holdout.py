@@ -104,6 +104,9 @@ def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
     table = readme_table(summary)
     assert "| rover100 | 13/0/2 |" in table and "0.007 /" in table
     assert "the protocol's target is met" in table
+    # where kd is not ahead is said plainly, even when the target is met
+    assert "Where kd is not ahead of Ax's default" not in table
+    assert "Where kd is not ahead of BOCK: its mean is behind on rover100 (0/0/15" in table
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{README_START}\nold\n{README_END}\nrest\n")
     assert write_readme_table(readme, tmp_path)
@@ -118,6 +121,25 @@ def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
     table = readme_table(holdout_summary(tmp_path))
     assert "not complete yet: no claim is made" in table
     assert "| svm | not run yet |" in table
+    assert "Where kd is not ahead" not in table  # no pair, nothing to say
+
+
+def test_where_kd_is_not_ahead_is_said_plainly(tmp_path: Path) -> None:
+    conf = tmp_path / "confirmation"
+    for i, s in enumerate(CONFIRMATION_SEEDS[:8]):
+        base = 2.0 + 0.01 * i
+        for p, loss in (("svm", -0.05), ("rover100", -0.3)):
+            _write(conf, p, "ax_default", s, base)
+            _write(conf, p, "bock", s, _better(p, base, -0.5))  # kd beats bock on every seed
+            # 5 wins of 0.1, 3 losses: svm ahead on the mean, rover100 behind on it
+            _write(conf, p, "kd", s, _better(p, base, 0.1 if i < 5 else loss), {})
+    table = readme_table(holdout_summary(tmp_path))
+    assert (
+        "Where kd is not ahead of Ax's default so far: its mean is behind on rover100 "
+        "(5/0/3, sign p 0.727); it is ahead on the mean without a sign p <= 0.05 on svm "
+        "(5/0/3, sign p 0.727)." in table
+    )
+    assert "not ahead of BOCK" not in table  # 8/0/0, sign p 0.008
 
 
 def test_a_tie_in_the_rule_goes_to_the_simpler_variant(
