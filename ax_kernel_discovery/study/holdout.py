@@ -39,7 +39,7 @@ from ax_kernel_discovery.study.protocol import (
     HOLDOUT_OUT,
     TUNING_SEEDS,
 )
-from ax_kernel_discovery.study.statistics import paired_comparison
+from ax_kernel_discovery.study.statistics import format_p, paired_comparison
 
 __all__ = [
     "README_END",
@@ -172,7 +172,8 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
         vs_bock = [problems[p]["vs_bock"] for p in done]
         target["mean_at_least_ax_default"] = sum(c["mean_diff"] >= 0 for c in vs_ax)
         target["beats_ax_default_sign_p"] = sum(
-            c["mean_diff"] > 0 and (c["p_sign"] or 1.0) <= TARGET_SIGN_P for c in vs_ax
+            c["mean_diff"] > 0 and c["p_sign"] is not None and c["p_sign"] <= TARGET_SIGN_P
+            for c in vs_ax
         )
         target["mean_at_least_bock"] = sum(c["mean_diff"] >= 0 for c in vs_bock)
         target["met"] = (
@@ -214,8 +215,7 @@ def _cell(c: Mapping[str, Any] | None) -> str:
     if not c or not c.get("n"):
         return "–"
     ci = f" [{format_value(c['ci'][0])}, {format_value(c['ci'][1])}]" if c.get("ci") else ""
-    p = f"{c['p_sign']:.3f}" if c.get("p_sign") is not None else "–"
-    perm = f"{c['p_perm']:.3f}" if c.get("p_perm") is not None else "–"
+    p, perm = format_p(c.get("p_sign")), format_p(c.get("p_perm"))
     return (
         f"{c['wins']}/{c['ties']}/{c['losses']} | {format_value(c['mean_diff'])}{ci} | {p} / {perm}"
     )
@@ -274,7 +274,7 @@ def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
             if not c or not c.get("n"):
                 continue
             p_sign = c["p_sign"] if c.get("p_sign") is not None else 1.0
-            tally = f"{c['wins']}/{c['ties']}/{c['losses']}, sign p {p_sign:.3f}"
+            tally = f"{c['wins']}/{c['ties']}/{c['losses']}, sign p {format_p(p_sign)}"
             if c["mean_diff"] < 0:
                 behind.append(f"{p} ({tally})")
             elif p_sign > TARGET_SIGN_P:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ax_kernel_discovery.runner.report import format_value, timing_markdown, timing_table
 from ax_kernel_discovery.study.protocol import StudyProtocol
+from ax_kernel_discovery.study.statistics import format_p
 
 
 def study_markdown(
@@ -219,7 +220,7 @@ def _paired_cell(c: Mapping[str, Any]) -> str:
     ci = f" [{format_value(c['ci'][0])}, {format_value(c['ci'][1])}]" if c["ci"] else ""
     p = ""
     if c.get("p_sign") is not None:
-        p = f", p={c['p_sign']:.3f}/{c['p_perm']:.3f}"
+        p = f", p={format_p(c['p_sign'])}/{format_p(c['p_perm'])}"
     return f"{c['wins']}/{c['ties']}/{c['losses']}, Δ={format_value(c['mean_diff'])}{ci}{p}"
 
 

@@ -37,6 +37,19 @@ TIE_TOLERANCE = 1e-9
 """Relative difference under which two best values count as a tie."""
 
 
+def format_p(p: float | None) -> str:
+    """A p-value for a table: three decimals, or two significant digits below 0.001 (so
+    that 15 of 15 seeds, p = 6.1e-05, does not read as p = 0).
+
+    Example:
+        >>> format_p(0.0625), format_p(2 / 2**15), format_p(None)
+        ('0.062', '6.1e-05', '–')
+    """
+    if p is None:
+        return "–"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
 def paired_comparison(
     kd: Mapping[int, float],
     baseline: Mapping[int, float],
@@ -174,6 +187,7 @@ def standard_error(values: Sequence[float]) -> float:
 __all__ = [
     "TIE_TOLERANCE",
     "bootstrap_coverage",
+    "format_p",
     "paired_comparison",
     "paired_t_interval",
     "permutation_test",

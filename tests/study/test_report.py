@@ -73,6 +73,16 @@ def test_the_exact_permutation_test_counts_up_to_40_pairs() -> None:
         permutation_test(np.ones(41))
 
 
+def test_a_p_value_below_0_001_is_not_printed_as_zero() -> None:
+    from ax_kernel_discovery.study.statistics import format_p, paired_comparison
+
+    c = paired_comparison({s: 1.0 for s in range(15)}, {s: 2.0 for s in range(15)}, True)
+    assert c["p_sign"] == pytest.approx(2 / 2**15)
+    assert format_p(c["p_sign"]) == "6.1e-05"
+    assert format_p(0.0494) == "0.049" and format_p(0.001) == "0.001"
+    assert format_p(None) == "–"
+
+
 def test_paired_comparison_all_ties_has_no_p_value() -> None:
     out = paired_comparison({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, minimize=True)
     assert out["ties"] == 2 and out["p_sign"] is None and out["p_perm"] is None
