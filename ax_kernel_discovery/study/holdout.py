@@ -231,7 +231,7 @@ def readme_table(summary: Mapping[str, Any]) -> str:
     ]
     for p, row in conf["problems"].items():
         if "vs_ax_default" not in row:
-            lines.append(f"| {p} | not run yet | | | | | |")
+            lines.append(f"| {p} | no pair yet | | | | | |")
             continue
         lines.append(f"| {p} | {_cell(row['vs_ax_default'])} | {_cell(row.get('vs_bock'))} |")
     seeds = f"{CONFIRMATION_SEEDS[0]}-{CONFIRMATION_SEEDS[-1]}"
@@ -259,7 +259,14 @@ def readme_table(summary: Mapping[str, Any]) -> str:
             f"{'met' if target['met'] else 'not met'}."
         )
     else:
-        lines.append("The confirmation runs are not complete yet: no claim is made.")
+        made = "; ".join(
+            f"{p} {'/'.join(str(row['n'][m] + len(row['failed'].get(m, {}))) for m in HOLDOUT.methods)}"
+            for p, row in conf["problems"].items()
+        )
+        lines.append(
+            f"The confirmation runs are not complete yet ({'/'.join(HOLDOUT.methods)} made, "
+            f"of 15 each: {made}): no claim is made."
+        )
     return "\n".join(lines)
 
 

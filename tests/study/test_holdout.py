@@ -119,8 +119,11 @@ def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
     conf = tmp_path / "confirmation"
     _write(conf, "svm", "ax_default", CONFIRMATION_SEEDS[0], 1.0)
     table = readme_table(holdout_summary(tmp_path))
-    assert "not complete yet: no claim is made" in table
-    assert "| svm | not run yet |" in table
+    assert "| svm | no pair yet |" in table
+    assert (
+        "not complete yet (kd/ax_default/bock made, of 15 each: rover100 0/0/0; "
+        "hartmann6_100 0/0/0; lasso_dna 0/0/0; svm 0/1/0): no claim is made." in table
+    )
     assert "Where kd is not ahead" not in table  # no pair, nothing to say
 
 
