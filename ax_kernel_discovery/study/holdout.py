@@ -360,6 +360,16 @@ def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT)
         parts.append(
             f"Reported only (amendment 2: they did not enter the decision): {', '.join(later)}."
         )
+    outside = sorted(
+        {p for v in tuning["variants"].values() for p in v["problems"]} - set(TUNING_PROBLEMS),
+        key=list(HOLDOUT.problems).index,
+    )
+    if outside:
+        parts.append("")
+        parts.append(
+            f"The rows on {', '.join(outside)} (amendment 3: run after the confirmation, "
+            "reported only) do not enter the rule."
+        )
     parts.append("")
     parts.append(
         f"By the rule: **{chosen}** (ranking: {', '.join(tuning['ranked'])})."
