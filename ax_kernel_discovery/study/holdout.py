@@ -349,7 +349,7 @@ def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT)
     parts.append("")
     for name, v in tuning["variants"].items():
         parts.append(
-            f"- `{name}` (`{json.dumps(v['kd_config'])}`): complete on "
+            f"- `{name}` (`{json.dumps(v['kd_config'])}`): of the rule's problems, complete on "
             f"{', '.join(v['complete_on']) or 'no problem'}; ahead of ax_default in the mean on "
             f"{v['ahead_on']}; mean z {format_value(v['mean_z']) if v['mean_z'] is not None else '–'}."
         )

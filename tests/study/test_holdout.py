@@ -73,6 +73,7 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(
     assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
     section = "\n".join(holdout.holdout_markdown(holdout_summary(tmp_path), tmp_path))
     assert "| bold | hartmann6_100 | 10 | 10/0/0 |" in section  # reported, far ahead there...
+    assert '- `bold` (`{"x": 1}`): of the rule\'s problems, complete on rover100, svm;' in section
     assert (  # ...and said not to count
         "The rows on hartmann6_100, lasso_dna (amendment 3: run after the confirmation, "
         "reported only) do not enter the rule." in section
