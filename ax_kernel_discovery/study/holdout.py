@@ -360,10 +360,11 @@ def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT)
         parts.append(
             f"Reported only (amendment 2: they did not enter the decision): {', '.join(later)}."
         )
-    outside = sorted(
-        {p for v in tuning["variants"].values() for p in v["problems"]} - set(TUNING_PROBLEMS),
-        key=list(HOLDOUT.problems).index,
-    )
+    outside = [
+        p
+        for p in HOLDOUT.problems
+        if p not in TUNING_PROBLEMS and any(p in v["problems"] for v in tuning["variants"].values())
+    ]
     if outside:
         parts.append("")
         parts.append(
