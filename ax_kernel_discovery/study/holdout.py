@@ -1,10 +1,11 @@
 """The hold-out study: kd's default chosen on tuning seeds, judged on seeds nobody tuned on.
 
-The protocol is ``benchmarks/results/holdout/PROTOCOL.md`` (committed before its runs):
-variants of kd run on the tuning seeds (:data:`~.protocol.TUNING_SEEDS`) into
-``tuning/<variant>/``, beside stock ``ax_default`` in ``tuning/``; the rule below picks kd's
-default; the default, stock ``ax_default`` and ``bock`` then run once on the confirmation
-seeds (:data:`~.protocol.CONFIRMATION_SEEDS`) into ``confirmation/``.
+The study runs in rounds (:data:`~.protocol.HOLDOUT_ROUNDS`), each with a protocol committed
+before its runs (``<round folder>/PROTOCOL.md``): variants of kd run on the tuning seeds
+(:data:`~.protocol.TUNING_SEEDS`) into ``tuning/<variant>/``, beside stock ``ax_default``
+in ``tuning/`` (a later round also reads the runs of an earlier round it reuses); the rule
+below picks kd's default among the round's candidates; the default, stock ``ax_default``
+and ``bock`` then run once on the round's confirmation seeds into ``confirmation/``.
 
 :func:`holdout_summary` computes, from the run files alone,
 
@@ -16,8 +17,8 @@ seeds (:data:`~.protocol.CONFIRMATION_SEEDS`) into ``confirmation/``.
   (wins/ties/losses, the mean difference with its 95% paired t-interval, exact sign and
   permutation tests), and whether the protocol's target is met.
 
-:func:`holdout_markdown` writes it for docs/results.md; :func:`readme_table` is the README's
-table, generated between markers (:data:`README_START`) so that it cannot go stale
+:func:`holdout_markdown` writes a round for docs/results.md; :func:`readme_table` is the
+README's table (round 1's confirmation), generated between markers (:data:`README_START`) so that it cannot go stale
 (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites it; a test compares).
 """
 
@@ -34,18 +35,17 @@ import numpy as np
 
 from ax_kernel_discovery.runner.report import format_value, load_results
 from ax_kernel_discovery.study.protocol import (
-    CONFIRMATION_SEEDS,
     HOLDOUT,
-    HOLDOUT_OUT,
+    HOLDOUT_ROUNDS,
     TUNING_SEEDS,
+    HoldoutRound,
 )
 from ax_kernel_discovery.study.statistics import format_p, paired_comparison
 
 __all__ = [
     "README_END",
     "README_START",
-    "DECISION_VARIANTS",
-    "TUNING_PROBLEMS",
+    "ROUND_1",
     "holdout_markdown",
     "holdout_summary",
     "readme_table",
@@ -60,11 +60,8 @@ README_END = "<!-- end of results table -->"
 #: The protocol's target: kd beats ax_default with an exact sign p at most this.
 TARGET_SIGN_P = 0.05
 
-#: The problems the rule decides on (the protocol's amendment 1: rover100 and svm).
-TUNING_PROBLEMS: tuple[str, ...] = ("rover100", "svm")
-
-#: The variants the rule chose among (amendment 2); later variants are reported only.
-DECISION_VARIANTS: tuple[str, ...] = ("preq_fixed", "hedge3")
+#: Round 1 of the study, whose confirmation the README's table reports.
+ROUND_1: HoldoutRound = HOLDOUT_ROUNDS[0]
 
 
 def _bests(runs: Sequence[Mapping[str, Any]], problem: str, method: str) -> dict[int, float]:
@@ -90,14 +87,41 @@ def _sd(values: Sequence[float]) -> float:
     return float(np.std(values, ddof=1)) if len(values) >= 2 else math.nan
 
 
-def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
-    """Each variant of kd against stock ``ax_default`` on the tuning seeds, and the rule."""
-    folder = Path(root) / "tuning"
-    baselines = [r for r in _load(folder) if int(r["seed"]) in TUNING_SEEDS]
+def _tuning_runs(
+    root: Path, round_: HoldoutRound
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The round's baseline runs (stock ``ax_default`` on the tuning seeds) and each
+    variant's kd runs: its own ``tuning/`` (every variant) and the earlier rounds' folders
+    it reuses (its candidates only)."""
+    baselines: list[dict[str, Any]] = []
+    variants: dict[str, list[dict[str, Any]]] = {}
+    folders = [(root / r, True) for r in round_.reused_tuning] + [(root / "tuning", False)]
+    for folder, reused in folders:
+        baselines += [r for r in _load(folder) if r["method"] == "ax_default"]
+        subs = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        for sub in subs:
+            if reused and sub.name not in round_.candidates:
+                continue
+            runs = [r for r in _load(sub) if r["method"] == "kd"]
+            if runs:
+                variants.setdefault(sub.name, []).extend(runs)
+    tuned = set(TUNING_SEEDS)
+    return (
+        [r for r in baselines if int(r["seed"]) in tuned],
+        {v: [r for r in runs if int(r["seed"]) in tuned] for v, runs in sorted(variants.items())},
+    )
+
+
+def tuning_summary(
+    root: str | Path | None = None, round_: HoldoutRound = ROUND_1
+) -> dict[str, Any]:
+    """Each variant of kd against stock ``ax_default`` on the tuning seeds, and the rule.
+
+    The rule ranks the round's candidates complete on its problems; it chooses once every
+    candidate is (``waiting`` names those that are not)."""
+    baselines, found = _tuning_runs(Path(root if root is not None else round_.out), round_)
     variants: dict[str, Any] = {}
-    subfolders = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    for sub in subfolders:
-        runs = [r for r in _load(sub) if r["method"] == "kd" and int(r["seed"]) in TUNING_SEEDS]
+    for name, runs in found.items():
         if not runs:
             continue
         problems: dict[str, Any] = {}
@@ -110,9 +134,9 @@ def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
             c["z"] = c["mean_diff"] / sd if c["n"] >= 2 and sd > 0 else None
             c["complete"] = set(c["seeds"]) >= set(TUNING_SEEDS)
             problems[p] = c
-        complete = [p for p in TUNING_PROBLEMS if p in problems and problems[p]["complete"]]
+        complete = [p for p in round_.rule_problems if p in problems and problems[p]["complete"]]
         zs = [problems[p]["z"] for p in complete if problems[p]["z"] is not None]
-        variants[sub.name] = {
+        variants[name] = {
             "problems": problems,
             "complete_on": complete,
             "ahead_on": sum(problems[p]["mean_diff"] >= 0 for p in complete),
@@ -121,9 +145,10 @@ def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
         }
     eligible = [
         v
-        for v, s in variants.items()
-        if v in DECISION_VARIANTS and set(s["complete_on"]) >= set(TUNING_PROBLEMS)
+        for v in round_.candidates
+        if v in variants and set(variants[v]["complete_on"]) >= set(round_.rule_problems)
     ]
+    waiting = [v for v in round_.candidates if v not in eligible]
     ranked = sorted(
         eligible,
         # the protocol's tie rule: the simpler (fewer settings changed from preq_fixed)
@@ -134,18 +159,23 @@ def tuning_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
             v,
         ),
     )
-    return {"variants": variants, "ranked": ranked, "chosen": ranked[0] if ranked else None}
+    chosen = ranked[0] if ranked and not waiting else None
+    return {"variants": variants, "ranked": ranked, "waiting": waiting, "chosen": chosen}
 
 
-def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
-    """kd against stock ``ax_default`` and ``bock`` on the confirmation seeds."""
-    runs = [r for r in _load(Path(root) / "confirmation") if int(r["seed"]) in CONFIRMATION_SEEDS]
+def confirmation_summary(
+    root: str | Path | None = None, round_: HoldoutRound = ROUND_1
+) -> dict[str, Any]:
+    """kd against stock ``ax_default`` and ``bock`` on the round's confirmation seeds."""
+    root = Path(root if root is not None else round_.out)
+    seeds = round_.confirmation_seeds
+    runs = [r for r in _load(root / "confirmation") if int(r["seed"]) in seeds]
     problems: dict[str, Any] = {}
     for p in HOLDOUT.problems:
         bests = {m: _bests(runs, p, m) for m in HOLDOUT.methods}
         row: dict[str, Any] = {"n": {m: len(b) for m, b in bests.items()}}
         row["failed"] = {
-            m: failed for m, b in bests.items() if (failed := _failed(root, p, m, set(b)))
+            m: failed for m, b in bests.items() if (failed := _failed(root, seeds, p, m, set(b)))
         }
         # a failed run counts as made (the protocol does not retry it)
         row["made"] = {m: len(b) + len(row["failed"].get(m, {})) for m, b in bests.items()}
@@ -161,9 +191,7 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
                 row[f"vs_{base}"] = paired_comparison(kd, bests[base], minimize)
         problems[p] = row
     done = [
-        p
-        for p, row in problems.items()
-        if all(made == len(CONFIRMATION_SEEDS) for made in row["made"].values())
+        p for p, row in problems.items() if all(made == len(seeds) for made in row["made"].values())
     ]
     target: dict[str, Any] = {"complete": len(done) == len(HOLDOUT.problems)}
     if target["complete"]:
@@ -183,13 +211,15 @@ def confirmation_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
     return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
 
 
-def _failed(root: str | Path, problem: str, method: str, done: set[int]) -> dict[int, str]:
+def _failed(
+    root: Path, seeds: Sequence[int], problem: str, method: str, done: set[int]
+) -> dict[int, str]:
     """The confirmation seeds whose run of ``method`` failed (the sweep wrote the
     traceback beside the results and no complete result, ``done``, exists): seed -> the
     error line. A failed run is not retried; its comparisons pair the other seeds."""
     out: dict[int, str] = {}
-    for seed in CONFIRMATION_SEEDS:
-        path = Path(root) / "confirmation" / f"{problem}__{method}__seed{seed}.error.txt"
+    for seed in seeds:
+        path = root / "confirmation" / f"{problem}__{method}__seed{seed}.error.txt"
         if seed not in done and path.is_file():
             lines = [x for x in path.read_text().splitlines() if x.strip()]
             out[seed] = lines[-1].strip() if lines else "failed"
@@ -205,9 +235,17 @@ def _kd_config(runs: Sequence[Mapping[str, Any]]) -> Any:
     return [json.loads(c) for c in sorted(configs)]
 
 
-def holdout_summary(root: str | Path = HOLDOUT_OUT) -> dict[str, Any]:
-    """The tuning and confirmation summaries of the hold-out study under ``root``."""
-    return {"tuning": tuning_summary(root), "confirmation": confirmation_summary(root)}
+def holdout_summary(
+    root: str | Path | None = None, round_: HoldoutRound = ROUND_1
+) -> dict[str, Any]:
+    """The tuning and confirmation summaries of a round of the hold-out study (its files
+    under ``root``, by default the round's folder)."""
+    return {
+        "round": round_.name,
+        "confirmation_seeds": list(round_.confirmation_seeds),
+        "tuning": tuning_summary(root, round_),
+        "confirmation": confirmation_summary(root, round_),
+    }
 
 
 def _cell(c: Mapping[str, Any] | None) -> str:
@@ -233,10 +271,11 @@ def readme_table(summary: Mapping[str, Any]) -> str:
             lines.append(f"| {p} | no pair yet | | | | | |")
             continue
         lines.append(f"| {p} | {_cell(row['vs_ax_default'])} | {_cell(row.get('vs_bock'))} |")
-    seeds = f"{CONFIRMATION_SEEDS[0]}-{CONFIRMATION_SEEDS[-1]}"
+    conf_seeds = summary["confirmation_seeds"]
+    seeds = f"{conf_seeds[0]}-{conf_seeds[-1]}"
     lines.append("")
     lines.append(
-        f"Confirmation seeds {seeds} (15 per problem), 170 evaluations in batches of 15; Δ "
+        f"Confirmation seeds {seeds} ({len(conf_seeds)} per problem), 170 evaluations in batches of 15; Δ "
         "is the mean paired difference of the best value found, positive where kd is "
         "better; p: exact two-sided sign and permutation tests."
     )
@@ -264,7 +303,7 @@ def readme_table(summary: Mapping[str, Any]) -> str:
         )
         lines.append(
             f"The confirmation runs are not complete yet ({'/'.join(HOLDOUT.methods)} made, "
-            f"of {len(CONFIRMATION_SEEDS)} each: {made}): no claim is made."
+            f"of {len(conf_seeds)} each: {made}): no claim is made."
         )
     return "\n".join(lines)
 
@@ -299,45 +338,57 @@ def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
     return lines
 
 
-def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT) -> list[str]:
-    """The hold-out study's section of docs/results.md."""
+def holdout_markdown(
+    summary: Mapping[str, Any], root: str | Path | None = None, round_: HoldoutRound = ROUND_1
+) -> list[str]:
+    """A round's section of docs/results.md (``root``: the folder as the report names it)."""
     tuning, conf = summary["tuning"], summary["confirmation"]
+    where = root if root is not None else round_.out
+    seeds = round_.confirmation_seeds
     parts = [
-        "## The hold-out study: seeds nobody tuned on",
+        f"## The hold-out study, {round_.name}: seeds nobody tuned on",
         "",
-        f"Protocol: `{root}/PROTOCOL.md` (committed before its runs). kd's default is chosen "
+        f"Protocol: `{where}/PROTOCOL.md` (committed before its runs). kd's default is chosen "
         f"on the tuning seeds {TUNING_SEEDS[0]}-{TUNING_SEEDS[-1]}; kd, stock `ax_default` and "
-        f"`bock` then run once on the confirmation seeds {CONFIRMATION_SEEDS[0]}-"
-        f"{CONFIRMATION_SEEDS[-1]}. Every method starts from Ax's own initial design (the box "
-        "centre, then Sobol); `ax_default` and `bock` are Ax's own strategy (Ax's "
-        "`Acquisition`, BoTorch's qLogNEI), kd runs in the package's BO step (qLogNEI "
-        "computed by `NewRowsqLogNEI`). Positive Δ: kd better.",
+        f"`bock` then run once on the confirmation seeds {seeds[0]}-{seeds[-1]}. Every method "
+        "starts from Ax's own initial design (the box centre, then Sobol); `ax_default` and "
+        "`bock` are Ax's own strategy (Ax's `Acquisition`, BoTorch's qLogNEI), kd runs in the "
+        "package's BO step (qLogNEI computed by `NewRowsqLogNEI`). Positive Δ: kd better.",
         "",
         "### Confirmation seeds",
         "",
-        readme_table(summary),
-        "",
-        "Mean best value per method:",
-        "",
-        "| problem | direction | "
-        + " | ".join(HOLDOUT.methods)
-        + " | runs (kd / ax_default / bock) |",
-        "|---|---|" + "---|" * len(HOLDOUT.methods) + "---|",
     ]
-    for p, row in conf["problems"].items():
-        means = row.get("means", {})
-        cells = " | ".join(format_value(means[m]) if m in means else "–" for m in HOLDOUT.methods)
-        counts = " / ".join(str(row["n"][m]) for m in HOLDOUT.methods)
-        parts.append(f"| {p} | {row.get('direction', '–')} | {cells} | {counts} |")
+    if not any(any(row["made"].values()) for row in conf["problems"].values()):
+        parts += [
+            "No confirmation run yet: they run once the rule has chosen, from the commit that "
+            "records the choice (`DECISION.md` beside the protocol).",
+            "",
+        ]
+    else:
+        parts += [
+            readme_table(summary),
+            "",
+            "Mean best value per method:",
+            "",
+            "| problem | direction | "
+            + " | ".join(HOLDOUT.methods)
+            + " | runs (kd / ax_default / bock) |",
+            "|---|---|" + "---|" * len(HOLDOUT.methods) + "---|",
+        ]
+        for p, row in conf["problems"].items():
+            means = row.get("means", {})
+            cells = " | ".join(
+                format_value(means[m]) if m in means else "–" for m in HOLDOUT.methods
+            )
+            counts = " / ".join(str(row["n"][m]) for m in HOLDOUT.methods)
+            parts.append(f"| {p} | {row.get('direction', '–')} | {cells} | {counts} |")
+        parts.append("")
     parts += [
-        "",
         "### Tuning seeds: the variants and the rule",
         "",
         "Each variant of kd against stock `ax_default` on the tuning seeds (W/T/L, Δ with its "
         "95% t-interval, exact sign / permutation p, and the rule's z = Δ / sd of "
-        "ax_default's best values). The rule (amendment 1: on rover100 and svm): among "
-        "variants run on both with all tuning seeds, the most problems with Δ >= 0, then "
-        "the largest mean z.",
+        f"ax_default's best values). {round_.rule_text}",
         "",
         "| variant | problem | seeds | W/T/L | Δ [95% t] | p sign / perm | z |",
         "|---|---|---|---|---|---|---|",
@@ -347,41 +398,47 @@ def holdout_markdown(summary: Mapping[str, Any], root: str | Path = HOLDOUT_OUT)
             z = format_value(c["z"]) if c.get("z") is not None else "–"
             parts.append(f"| {name} | {p} | {c['n']} | {_cell(c)} | {z} |")
     parts.append("")
+    of_rule = (
+        "of the rule's problems, complete on"
+        if set(round_.rule_problems) != set(HOLDOUT.problems)
+        else "complete on"
+    )
     for name, v in tuning["variants"].items():
         parts.append(
-            f"- `{name}` (`{json.dumps(v['kd_config'])}`): of the rule's problems, complete on "
+            f"- `{name}` (`{json.dumps(v['kd_config'])}`): {of_rule} "
             f"{', '.join(v['complete_on']) or 'no problem'}; ahead of ax_default in the mean on "
             f"{v['ahead_on']}; mean z {format_value(v['mean_z']) if v['mean_z'] is not None else '–'}."
         )
-    chosen = tuning["chosen"]
-    later = [v for v in tuning["variants"] if v not in DECISION_VARIANTS]
+    later = [v for v in tuning["variants"] if v not in round_.candidates]
     if later:
         parts.append("")
-        parts.append(
-            f"Reported only (amendment 2: they did not enter the decision): {', '.join(later)}."
-        )
+        parts.append(f"Reported only ({round_.reported_only}): {', '.join(later)}.")
     outside = [
         p
         for p in HOLDOUT.problems
-        if p not in TUNING_PROBLEMS and any(p in v["problems"] for v in tuning["variants"].values())
+        if p not in round_.rule_problems
+        and any(p in v["problems"] for v in tuning["variants"].values())
     ]
     if outside:
         parts.append("")
         parts.append(
-            f"The rows on {', '.join(outside)} (amendment 3: run after the confirmation, "
-            "reported only) do not enter the rule."
+            f"The rows on {', '.join(outside)} ({round_.outside_rule}) do not enter the rule."
         )
     parts.append("")
-    parts.append(
-        f"By the rule: **{chosen}** (ranking: {', '.join(tuning['ranked'])})."
-        if chosen
-        else "No variant is complete on the tuning problems yet: the rule has not chosen."
-    )
+    chosen, ranked, waiting = tuning["chosen"], tuning["ranked"], tuning.get("waiting", [])
+    if chosen:
+        parts.append(f"By the rule: **{chosen}** (ranking: {', '.join(ranked)}).")
+    else:
+        so_far = f"; ranked so far: {', '.join(ranked)}" if ranked else ""
+        parts.append(
+            f"The rule has not chosen: it waits for {', '.join(waiting)} to be complete on "
+            f"{', '.join(round_.rule_problems)}{so_far}."
+        )
     parts.append("")
     return parts
 
 
-def write_readme_table(readme: str | Path, root: str | Path = HOLDOUT_OUT) -> bool:
+def write_readme_table(readme: str | Path, root: str | Path | None = None) -> bool:
     """Rewrite the table between the README's markers; ``True`` when it changed."""
     path = Path(readme)
     text = path.read_text()

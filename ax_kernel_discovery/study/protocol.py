@@ -82,6 +82,68 @@ HOLDOUT = StudyProtocol(methods=("kd", "ax_default", "bock"), seeds=CONFIRMATION
 """The hold-out study's confirmation runs: the earlier study's problems and settings, kd
 against stock ``ax_default`` and ``bock``, on seeds nobody tuned on."""
 
+
+class HoldoutRound(BaseModel):
+    """One round of the hold-out study: its folder, its confirmation seeds and its rule.
+
+    A round's protocol (``<out>/PROTOCOL.md``) is committed before its runs. Its candidates
+    run on :data:`TUNING_SEEDS` into ``<out>/tuning/<candidate>/`` (and, for runs an earlier
+    round made, into the folders of ``reused_tuning``); stock ``ax_default``'s tuning runs
+    in the same folders are the rule's baseline; the chosen default, ``ax_default`` and
+    ``bock`` run on ``confirmation_seeds`` into ``<out>/confirmation/``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="How the report names the round.")
+    out: str = Field(description="The round's folder (PROTOCOL.md, tuning/, confirmation/).")
+    confirmation_seeds: tuple[int, ...]
+    rule_problems: tuple[str, ...] = Field(description="The problems the rule decides on.")
+    candidates: tuple[str, ...] = Field(
+        description="The variants the rule chooses among; other variants are reported only."
+    )
+    reused_tuning: tuple[str, ...] = Field(
+        (),
+        description="Tuning folders of earlier rounds, relative to ``out``, whose runs (a "
+        "candidate's, ``ax_default``'s) this round reuses beside its own ``tuning/``.",
+    )
+    rule_text: str = Field(description="The rule, in the report's words.")
+    reported_only: str = Field(
+        "not candidates of this round", description="Why a non-candidate is reported only."
+    )
+    outside_rule: str = Field(
+        "reported only",
+        description="Why rows on problems outside ``rule_problems`` do not enter the rule.",
+    )
+
+
+HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
+    HoldoutRound(
+        name="round 1",
+        out=HOLDOUT_OUT,
+        confirmation_seeds=CONFIRMATION_SEEDS,
+        rule_problems=("rover100", "svm"),  # amendment 1
+        candidates=("preq_fixed", "hedge3"),  # amendment 2
+        rule_text="The rule (amendment 1: on rover100 and svm): among variants run on both "
+        "with all tuning seeds, the most problems with Δ >= 0, then the largest mean z.",
+        reported_only="amendment 2: they did not enter the decision",
+        outside_rule="amendment 3: run after the confirmation, reported only",
+    ),
+    HoldoutRound(
+        name="round 2",
+        out="benchmarks/results/holdout2",
+        confirmation_seeds=tuple(range(2000, 2015)),
+        rule_problems=HOLDOUT.problems,
+        candidates=("preq_fixed", "hedge3", "notie"),
+        reused_tuning=("../holdout/tuning",),
+        rule_text="The rule: among the candidates run on all four problems with all tuning "
+        "seeds, the most problems with Δ >= 0, then the largest mean z; it chooses once "
+        "every candidate is complete.",
+    ),
+)
+"""The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``
+and ``holdout2``; each round's PROTOCOL.md says why it was run)."""
+
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
 ``llm_*`` fields (so an LLM variant compares kd with the LLM against CAKE on one model)."""
@@ -147,9 +209,11 @@ __all__ = [
     "DEFAULT_OUT",
     "HOLDOUT",
     "HOLDOUT_OUT",
+    "HOLDOUT_ROUNDS",
     "STUDY",
     "TUNING_SEEDS",
     "VARIANT_METHODS",
+    "HoldoutRound",
     "StudyProtocol",
     "run_study",
     "study_configs",

@@ -50,7 +50,7 @@ from ax_kernel_discovery.study.diagnostics import (
 )
 from ax_kernel_discovery.study.holdout import holdout_markdown, holdout_summary
 from ax_kernel_discovery.study.markdown import study_markdown
-from ax_kernel_discovery.study.protocol import STUDY, StudyProtocol
+from ax_kernel_discovery.study.protocol import HOLDOUT_ROUNDS, STUDY, StudyProtocol
 from ax_kernel_discovery.study.statistics import (
     TIE_TOLERANCE,
     paired_comparison,
@@ -422,20 +422,25 @@ def write_study_report(
     except ValueError:
         shown = results_dir
     text = study_markdown(summary, results, protocol, shown, markdown, curves)
-    holdout = results_dir.parent / "holdout"
-    if holdout.is_dir():  # the hold-out study comes first; this study follows as the earlier one
-        held = holdout_summary(holdout)
-        (holdout / "summary.json").write_text(json.dumps(held, indent=1, default=float) + "\n")
+    rounds = []  # the hold-out study's rounds come first; this study follows as the earlier one
+    for round_ in HOLDOUT_ROUNDS:
+        folder = results_dir.parent / Path(round_.out).name
+        if not folder.is_dir():
+            continue
+        held = holdout_summary(folder, round_)
+        (folder / "summary.json").write_text(json.dumps(held, indent=1, default=float) + "\n")
         try:
-            where = holdout.resolve().relative_to(Path.cwd().resolve())
+            where: Path = folder.resolve().relative_to(Path.cwd().resolve())
         except ValueError:
-            where = holdout
+            where = folder
+        rounds += holdout_markdown(held, where, round_)
+    if rounds:
         head, sep, rest = text.partition("## Protocol")
         text = "\n".join(
             [
                 head.rstrip(),
                 "",
-                *holdout_markdown(held, where),
+                *rounds,
                 "## The earlier study (seeds 0-4; the defaults before the hold-out study)",
                 "",
                 "### Protocol" + rest if sep else rest,

@@ -11,11 +11,18 @@ import pytest
 from ax_kernel_discovery.study.holdout import (
     README_END,
     README_START,
+    ROUND_1,
+    holdout_markdown,
     holdout_summary,
     readme_table,
     write_readme_table,
 )
-from ax_kernel_discovery.study.protocol import CONFIRMATION_SEEDS, TUNING_SEEDS
+from ax_kernel_discovery.study.protocol import (
+    CONFIRMATION_SEEDS,
+    HOLDOUT_ROUNDS,
+    TUNING_SEEDS,
+    HoldoutRound,
+)
 
 PROBLEMS = {
     "rover100": "maximize",
@@ -47,12 +54,12 @@ def _better(problem: str, value: float, by: float) -> float:
     return value + by if PROBLEMS[problem] == "maximize" else value - by
 
 
-def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from ax_kernel_discovery.study import holdout
+def _round(**changes: object) -> HoldoutRound:
+    return ROUND_1.model_copy(update=changes)
 
-    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("steady", "bold", "dropped"))
+
+def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -> None:
+    round_ = _round(candidates=("steady", "bold"))
     tuning = tmp_path / "tuning"
     for p in PROBLEMS:
         for s in TUNING_SEEDS:
@@ -64,22 +71,28 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(
             _write(tuning / "bold", p, "kd", s, _better(p, 1.0 + 0.1 * s, gap), {"x": 1})
             if p == "rover100" or s < 5:  # svm on half the seeds only: not eligible
                 _write(tuning / "dropped", p, "kd", s, _better(p, 1.0 + 0.1 * s, 9.0), {"y": 2})
-    tuning_summary = holdout_summary(tmp_path)["tuning"]
+    tuning_summary = holdout_summary(tmp_path, round_)["tuning"]
     steady, bold = tuning_summary["variants"]["steady"], tuning_summary["variants"]["bold"]
     assert steady["ahead_on"] == 2 and bold["ahead_on"] == 1
     assert bold["mean_z"] > steady["mean_z"] > 0  # bold's mean z is larger, but it is behind once
     assert tuning_summary["ranked"] == ["steady", "bold"]
     assert tuning_summary["chosen"] == "steady"
     assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
-    section = "\n".join(holdout.holdout_markdown(holdout_summary(tmp_path), tmp_path))
+    section = "\n".join(holdout_markdown(holdout_summary(tmp_path, round_), tmp_path, round_))
     assert "| bold | hartmann6_100 | 10 | 10/0/0 |" in section  # reported, far ahead there...
     assert '- `bold` (`{"x": 1}`): of the rule\'s problems, complete on rover100, svm;' in section
     assert (  # ...and said not to count
         "The rows on hartmann6_100, lasso_dna (amendment 3: run after the confirmation, "
         "reported only) do not enter the rule." in section
     )
-    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("bold",))  # amendment 2's kind of list
-    assert holdout_summary(tmp_path)["tuning"]["chosen"] == "bold"
+    assert "Reported only (amendment 2: they did not enter the decision): dropped." in section
+    assert "By the rule: **steady** (ranking: steady, bold)." in section
+    only_bold = _round(candidates=("bold",))  # amendment 2's kind of list
+    assert holdout_summary(tmp_path, only_bold)["tuning"]["chosen"] == "bold"
+    # a candidate not yet complete on the rule's problems: the rule waits for it
+    waits = holdout_summary(tmp_path, _round(candidates=("steady", "bold", "dropped")))
+    assert waits["tuning"]["chosen"] is None and waits["tuning"]["waiting"] == ["dropped"]
+    assert waits["tuning"]["ranked"] == ["steady", "bold"]
     svm = steady["problems"]["svm"]
     assert (svm["wins"], svm["ties"], svm["losses"]) == (10, 0, 0)
     assert svm["mean_diff"] == pytest.approx(0.03)
@@ -152,20 +165,16 @@ def test_where_kd_is_not_ahead_is_said_plainly(tmp_path: Path) -> None:
     assert "not ahead of BOCK" not in table  # 8/0/0, sign p 0.008
 
 
-def test_a_tie_in_the_rule_goes_to_the_simpler_variant(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from ax_kernel_discovery.study import holdout
-
+def test_a_tie_in_the_rule_goes_to_the_simpler_variant(tmp_path: Path) -> None:
     # "a_two" sorts first by name but changes two settings; "z_none" changes none
-    monkeypatch.setattr(holdout, "DECISION_VARIANTS", ("a_two", "z_none"))
+    round_ = _round(candidates=("a_two", "z_none"))
     tuning = tmp_path / "tuning"
     for p in ("rover100", "svm"):
         for s in TUNING_SEEDS:
             _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)
             for name, kd in (("a_two", {"x": 1, "y": 2}), ("z_none", {})):
                 _write(tuning / name, p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.05), kd)
-    summary = holdout_summary(tmp_path)["tuning"]
+    summary = holdout_summary(tmp_path, round_)["tuning"]
     assert summary["variants"]["a_two"]["mean_z"] == summary["variants"]["z_none"]["mean_z"]
     assert summary["chosen"] == "z_none"
 
@@ -198,3 +207,49 @@ def test_a_failed_run_is_reported_and_the_others_are_paired(tmp_path: Path) -> N
     # without the traceback the run is simply missing: no claim is made
     (conf / f"rover100__bock__seed{failed_seed}.error.txt").unlink()
     assert not holdout_summary(tmp_path)["confirmation"]["target"]["complete"]
+
+
+def test_a_later_round_reuses_an_earlier_rounds_tuning_runs(tmp_path: Path) -> None:
+    """Round 2 reads its own tuning runs and an earlier round's (the baseline, its
+    candidates' runs), decides on all four problems once every candidate is complete, and
+    has no confirmation run before its decision."""
+    round_2 = HOLDOUT_ROUNDS[1]
+    assert round_2.reused_tuning == ("../holdout/tuning",)
+    old, new = tmp_path / "holdout" / "tuning", tmp_path / "holdout2" / "tuning"
+    for p in PROBLEMS:
+        for s in TUNING_SEEDS:
+            base = 1.0 + 0.1 * s
+            _write(old, p, "ax_default", s, base)  # round 1's stock runs: the baseline
+            _write(old / "preq_fixed", p, "kd", s, _better(p, base, 0.01), {})
+            _write(old / "hedge2_bock", p, "kd", s, _better(p, base, 0.5), {"b": 1})
+            if p in ("rover100", "svm"):  # hedge3: round 1 ran these two, round 2 the others
+                _write(old / "hedge3", p, "kd", s, _better(p, base, 0.02), {"h": 3})
+            else:
+                _write(new / "hedge3", p, "kd", s, _better(p, base, -0.01), {"h": 3})
+            _write(
+                new / "notie", p, "kd", s, _better(p, base, 0.05 if p != "svm" else -0.1), {"n": 1}
+            )
+    root = tmp_path / "holdout2"
+    summary = holdout_summary(root, round_2)
+    tuning = summary["tuning"]
+    assert set(tuning["variants"]) == {"preq_fixed", "hedge3", "notie"}  # not hedge2_bock
+    hedge3 = tuning["variants"]["hedge3"]
+    assert hedge3["complete_on"] == list(PROBLEMS) and hedge3["ahead_on"] == 2
+    assert tuning["variants"]["notie"]["ahead_on"] == 3
+    assert tuning["variants"]["preq_fixed"]["ahead_on"] == 4
+    assert tuning["waiting"] == [] and tuning["chosen"] == "preq_fixed"
+    assert tuning["ranked"] == ["preq_fixed", "notie", "hedge3"]
+    section = "\n".join(holdout_markdown(summary, "holdout2", round_2))
+    assert section.startswith("## The hold-out study, round 2: seeds nobody tuned on")
+    assert "confirmation seeds 2000-2014" in section
+    assert "No confirmation run yet" in section and "| problem | kd vs" not in section
+    assert (
+        '- `hedge3` (`{"h": 3}`): complete on rover100, hartmann6_100, lasso_dna, svm;' in section
+    )
+    # one candidate short of a seed on one problem: the rule waits for it
+    (new / "notie" / "svm__kd__seed9.json").unlink()
+    tuning = holdout_summary(root, round_2)["tuning"]
+    assert tuning["chosen"] is None and tuning["waiting"] == ["notie"]
+    assert "The rule has not chosen: it waits for notie to be complete on" in "\n".join(
+        holdout_markdown(holdout_summary(root, round_2), "holdout2", round_2)
+    )
