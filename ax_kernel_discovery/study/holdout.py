@@ -18,8 +18,9 @@ and ``bock`` then run once on the round's confirmation seeds into ``confirmation
   permutation tests), and whether the protocol's target is met.
 
 :func:`holdout_markdown` writes a round for docs/results.md; :func:`readme_table` is the
-README's table (round 1's confirmation), generated between markers (:data:`README_START`) so that it cannot go stale
-(``python -m ax_kernel_discovery.study.holdout README.md`` rewrites it; a test compares).
+README's table (round 1's confirmation), generated between markers (:data:`README_START`)
+so that it cannot go stale (``python -m ax_kernel_discovery.study.holdout README.md``
+rewrites it; a test compares).
 """
 
 from __future__ import annotations
@@ -275,9 +276,9 @@ def readme_table(summary: Mapping[str, Any]) -> str:
     seeds = f"{conf_seeds[0]}-{conf_seeds[-1]}"
     lines.append("")
     lines.append(
-        f"Confirmation seeds {seeds} ({len(conf_seeds)} per problem), 170 evaluations in batches of 15; Δ "
-        "is the mean paired difference of the best value found, positive where kd is "
-        "better; p: exact two-sided sign and permutation tests."
+        f"Confirmation seeds {seeds} ({len(conf_seeds)} per problem), 170 evaluations in "
+        "batches of 15; Δ is the mean paired difference of the best value found, positive "
+        "where kd is better; p: exact two-sided sign and permutation tests."
     )
     for p, row in conf["problems"].items():
         for m, failed in row.get("failed", {}).items():
@@ -404,10 +405,11 @@ def holdout_markdown(
         else "complete on"
     )
     for name, v in tuning["variants"].items():
+        mean_z = format_value(v["mean_z"]) if v["mean_z"] is not None else "–"
         parts.append(
             f"- `{name}` (`{json.dumps(v['kd_config'])}`): {of_rule} "
             f"{', '.join(v['complete_on']) or 'no problem'}; ahead of ax_default in the mean on "
-            f"{v['ahead_on']}; mean z {format_value(v['mean_z']) if v['mean_z'] is not None else '–'}."
+            f"{v['ahead_on']}; mean z {mean_z}."
         )
     later = [v for v in tuning["variants"] if v not in round_.candidates]
     if later:
