@@ -251,7 +251,7 @@ def holdout_summary(
 
 def _cell(c: Mapping[str, Any] | None) -> str:
     if not c or not c.get("n"):
-        return "–"
+        return "– | – | –"  # the three cells of a comparison
     ci = f" [{format_value(c['ci'][0])}, {format_value(c['ci'][1])}]" if c.get("ci") else ""
     p, perm = format_p(c.get("p_sign")), format_p(c.get("p_perm"))
     return (
@@ -310,30 +310,34 @@ def readme_table(summary: Mapping[str, Any]) -> str:
 
 
 def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
-    """Where kd is not ahead, said plainly: behind on the mean, or ahead on the mean without
-    the protocol's evidence (an exact sign p at most :data:`TARGET_SIGN_P`)."""
+    """Where kd is not ahead, said plainly: behind on the mean, level with it (every pair
+    tied, so no sign test), or ahead on the mean without the protocol's evidence (an exact
+    sign p at most :data:`TARGET_SIGN_P`)."""
     lines = []
     for base, label in (("ax_default", "Ax's default"), ("bock", "BOCK")):
-        behind, unproven = [], []
+        behind, level, unproven = [], [], []
         for p, row in problems.items():
             c = row.get(f"vs_{base}")
             if not c or not c.get("n"):
                 continue
-            p_sign = c["p_sign"] if c.get("p_sign") is not None else 1.0
-            tally = f"{c['wins']}/{c['ties']}/{c['losses']}, sign p {format_p(p_sign)}"
+            tally = f"{c['wins']}/{c['ties']}/{c['losses']}, sign p {format_p(c.get('p_sign'))}"
             if c["mean_diff"] < 0:
                 behind.append(f"{p} ({tally})")
-            elif p_sign > TARGET_SIGN_P:
+            elif c["mean_diff"] == 0:
+                level.append(f"{p} ({tally})")
+            elif c.get("p_sign") is None or c["p_sign"] > TARGET_SIGN_P:
                 unproven.append(f"{p} ({tally})")
-        if behind or unproven:
-            said = []
-            if behind:
-                said.append(f"its mean is behind on {', '.join(behind)}")
-            if unproven:
-                said.append(
-                    f"it is ahead on the mean without a sign p <= {TARGET_SIGN_P} on "
-                    f"{', '.join(unproven)}"
-                )
+        said = []
+        if behind:
+            said.append(f"its mean is behind on {', '.join(behind)}")
+        if level:
+            said.append(f"its mean is level on {', '.join(level)}")
+        if unproven:
+            said.append(
+                f"it is ahead on the mean without a sign p <= {TARGET_SIGN_P} on "
+                f"{', '.join(unproven)}"
+            )
+        if said:
             when = "" if complete else " so far"
             lines.append(f"Where kd is not ahead of {label}{when}: {'; '.join(said)}.")
     return lines

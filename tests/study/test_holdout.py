@@ -163,6 +163,13 @@ def test_where_kd_is_not_ahead_is_said_plainly(tmp_path: Path) -> None:
         "(5/0/3, sign p 0.727)." in table
     )
     assert "not ahead of BOCK" not in table  # 8/0/0, sign p 0.008
+    for s in CONFIRMATION_SEEDS[:8]:  # lasso_dna: every pair tied, so no sign test
+        for m in ("ax_default", "kd"):
+            _write(conf, "lasso_dna", m, s, 0.3, {} if m == "kd" else None)
+    table = readme_table(holdout_summary(tmp_path))
+    # no bock run yet: its three cells are empty, the row keeps the table's seven columns
+    assert "| lasso_dna | 0/8/0 | 0.00 [0.00, 0.00] | – / – | – | – | – |" in table
+    assert "its mean is level on lasso_dna (0/8/0, sign p –)" in table
 
 
 def test_a_tie_in_the_rule_goes_to_the_simpler_variant(tmp_path: Path) -> None:
