@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from ax.api import Client
@@ -31,7 +32,9 @@ from ax_kernel_discovery.devices import DeviceUnavailableError
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
 from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.runner import RunConfig, method_options
+from ax_kernel_discovery.runner.ax_client import split_generator_run
 from ax_kernel_discovery.strategy import (
+    BO_NODE_NAME,
     PAPER_ACQUISITION,
     AcquisitionOptions,
     SobolHandOver,
@@ -397,3 +400,41 @@ def test_one_num_sobol_message_before_any_other_work(monkeypatch: pytest.MonkeyP
         with pytest.raises(ValueError) as err:
             build()
         assert str(err.value) == message
+
+
+def _first_bo_batch(strategy: Any, dim: int, num_sobol: int, q: int) -> np.ndarray:
+    """The initial design, then one joint BO batch of ``q`` points, generated as the
+    benchmark runner does (``GenerationStrategy.gen``, one trial per arm, seeded torch)."""
+    client = unit_box_client(dim, strategy)
+    experiment = client._experiment
+    while True:
+        done = len(experiment.trials)
+        torch.manual_seed(done)
+        gr = strategy.gen(experiment=experiment, n=num_sobol - done if done < num_sobol else q)
+        gr = gr[0][0]
+        if gr._generation_node_name == BO_NODE_NAME:
+            return np.array([[a.parameters[f"x{i}"] for i in range(dim)] for a in gr.arms])
+        for part in split_generator_run(gr):
+            trial = experiment.new_trial(generator_run=part)
+            trial.mark_running(no_runner_required=True)
+            x = np.array([part.arms[0].parameters[f"x{i}"] for i in range(dim)])
+            f = float(np.sum((x - 0.3) ** 2) + 0.3 * np.sin(5.0 * x).sum())
+            client.complete_trial(trial.index, {"f": f})
+
+
+def test_a_guard_round_proposes_the_batch_stock_ax_proposes() -> None:
+    """kd's BO step (its transforms, KernelDiscoveryAcquisition computing qLogNEI with
+    NewRowsqLogNEI, the optimizer settings) handed Ax's default model in a guard round
+    proposes stock Ax's joint batch from the same data; the chosen kernel (no guard
+    round) proposes another. What the hold-out study's guard_all diagnostic relies on."""
+    dim, num_sobol, q = 6, 8, 3
+    options = {"num_sobol": num_sobol, "seed": 0, "num_restarts": 2, "raw_samples": 64}
+    small = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 20}
+    stock = _first_bo_batch(baselines.get_method("ax_default", **options), dim, num_sobol, q)
+    guarded = KernelDiscoveryConfig(guard_rounds=1, **small)
+    kd = _first_bo_batch(baselines.get_method("kd", config=guarded, **options), dim, num_sobol, q)
+    assert stock.shape == kd.shape == (q, dim)
+    np.testing.assert_allclose(kd, stock, rtol=0, atol=1e-6)
+    chosen = KernelDiscoveryConfig(guard_rounds=0, keep_kernels=(), **small)
+    own = _first_bo_batch(baselines.get_method("kd", config=chosen, **options), dim, num_sobol, q)
+    assert np.abs(own - stock).max() > 1e-3  # another model, another batch
