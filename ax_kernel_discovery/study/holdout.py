@@ -120,7 +120,7 @@ def tuning_summary(
 
     The rule ranks the round's candidates complete on its problems; it chooses once every
     candidate is (``waiting`` names those that are not)."""
-    baselines, found = _tuning_runs(Path(root if root is not None else round_.out), round_)
+    baselines, found = _tuning_runs(round_.folder(root), round_)
     variants: dict[str, Any] = {}
     for name, runs in found.items():
         if not runs:
@@ -168,7 +168,7 @@ def confirmation_summary(
     root: str | Path | None = None, round_: HoldoutRound = ROUND_1
 ) -> dict[str, Any]:
     """kd against stock ``ax_default`` and ``bock`` on the round's confirmation seeds."""
-    root = Path(root if root is not None else round_.out)
+    root = round_.folder(root)
     seeds = round_.confirmation_seeds
     runs = [r for r in _load(root / "confirmation") if int(r["seed"]) in seeds]
     problems: dict[str, Any] = {}
@@ -348,7 +348,7 @@ def holdout_markdown(
 ) -> list[str]:
     """A round's section of docs/results.md (``root``: the folder as the report names it)."""
     tuning, conf = summary["tuning"], summary["confirmation"]
-    where = root if root is not None else round_.out
+    where = round_.folder(root)
     seeds = round_.confirmation_seeds
     parts = [
         f"## The hold-out study, {round_.name}: seeds nobody tuned on",

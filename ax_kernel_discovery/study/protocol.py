@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,6 +116,10 @@ class HoldoutRound(BaseModel):
         "reported only",
         description="Why rows on problems outside ``rule_problems`` do not enter the rule.",
     )
+
+    def folder(self, root: str | Path | None = None) -> Path:
+        """The round's folder: ``root`` where given (a copy elsewhere), else :attr:`out`."""
+        return Path(root if root is not None else self.out)
 
 
 HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
