@@ -1,4 +1,7 @@
-"""benchmarks/guard_twins.py: kd's guarded BO step against stock Ax, point by point."""
+"""benchmarks/guard_twins.py: kd's guarded BO step against stock Ax, point by point.
+
+Slow (two real runs); the behaviour it measures is held in the default run by
+``tests/test_strategy.py::test_a_guard_round_proposes_the_batch_stock_ax_proposes``."""
 
 from __future__ import annotations
 
@@ -6,11 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 
 torch.set_num_threads(1)
 
 
+@pytest.mark.slow
 def test_the_first_point_is_stock_ax_s(
     benchmark_script: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
