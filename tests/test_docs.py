@@ -23,8 +23,7 @@ from ax_kernel_discovery.settings_table import TABLE_END, TABLE_FILE, TABLE_STAR
 from ax_kernel_discovery.study.holdout import (
     README_END,
     README_START,
-    holdout_summary,
-    readme_table,
+    readme_block,
 )
 
 torch.set_num_threads(1)
@@ -155,7 +154,7 @@ def test_the_readme_result_table_is_generated_from_the_run_files() -> None:
     (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites them)."""
     text = (ROOT / "README.md").read_text()
     table = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
-    expected = readme_table(holdout_summary(ROOT / "benchmarks" / "results" / "holdout"))
+    expected = readme_block(ROOT / "benchmarks" / "results")
     assert table == expected.strip(), (
         "README.md's result table is out of date: run `python -m "
         "ax_kernel_discovery.study.holdout README.md` and commit README.md"
@@ -173,7 +172,7 @@ def _generated_text(benchmark_script: Any) -> str:
     with contextlib.redirect_stdout(out):
         benchmark_script("acqf_twins").main([])
         benchmark_script("llm_study_tables").main([])
-    holdout = readme_table(holdout_summary(ROOT / "benchmarks" / "results" / "holdout"))
+    holdout = readme_block(ROOT / "benchmarks" / "results")
     return out.getvalue() + (ROOT / "docs" / "results.md").read_text() + holdout
 
 

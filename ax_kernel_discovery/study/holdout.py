@@ -17,10 +17,12 @@ and ``bock`` then run once on the round's confirmation seeds into ``confirmation
   (wins/ties/losses, the mean difference with its 95% paired t-interval, exact sign and
   permutation tests), and whether the protocol's target is met.
 
-:func:`holdout_markdown` writes a round for docs/results.md; :func:`readme_table` is the
-README's table (round 1's confirmation), generated between markers (:data:`README_START`)
-so that it cannot go stale (``python -m ax_kernel_discovery.study.holdout README.md``
-rewrites it; a test compares).
+:func:`holdout_markdown` writes a round for docs/results.md; :func:`readme_block` is the
+README's result table, generated between markers (:data:`README_START`) so that it cannot
+go stale (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites it; a test
+compares). It shows the latest round whose confirmation is complete
+(:func:`readme_round`), a rule fixed before round 2's confirmation was complete, so that
+no one chooses which round the README shows after seeing the rounds' results.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ __all__ = [
     "ROUND_1",
     "holdout_markdown",
     "holdout_summary",
+    "readme_block",
+    "readme_round",
     "readme_table",
     "write_readme_table",
 ]
@@ -61,8 +65,11 @@ README_END = "<!-- end of results table -->"
 #: The protocol's target: kd beats ax_default with an exact sign p at most this.
 TARGET_SIGN_P = 0.05
 
-#: Round 1 of the study, whose confirmation the README's table reports.
+#: Round 1 of the study.
 ROUND_1: HoldoutRound = HOLDOUT_ROUNDS[0]
+
+#: The folder of the rounds' folders (``benchmarks/results``), as a clone's root names it.
+RESULTS = Path(ROUND_1.out).parent
 
 
 def _bests(runs: Sequence[Mapping[str, Any]], problem: str, method: str) -> dict[int, float]:
@@ -444,12 +451,64 @@ def holdout_markdown(
     return parts
 
 
-def write_readme_table(readme: str | Path, root: str | Path | None = None) -> bool:
-    """Rewrite the table between the README's markers; ``True`` when it changed."""
+def _round_folder(results: str | Path | None, round_: HoldoutRound) -> Path:
+    """A round's folder under ``results`` (the folder of the rounds' folders)."""
+    return Path(results if results is not None else RESULTS) / Path(round_.out).name
+
+
+def readme_round(results: str | Path | None = None) -> HoldoutRound:
+    """The round the README shows: the latest whose confirmation is complete (every run
+    made, a failed run included), round 1 until another is complete.
+
+    Args:
+        results: The folder of the rounds' folders (default :data:`RESULTS`).
+    """
+    for round_ in reversed(HOLDOUT_ROUNDS[1:]):
+        folder = _round_folder(results, round_)
+        if confirmation_summary(folder, round_)["target"].get("complete"):
+            return round_
+    return ROUND_1
+
+
+def readme_block(results: str | Path | None = None) -> str:
+    """What the README shows between its markers: :func:`readme_table` of
+    :func:`readme_round`'s round, the round and its protocol named, and the later rounds
+    still under way.
+
+    Args:
+        results: The folder of the rounds' folders (default :data:`RESULTS`).
+    """
+    shown = readme_round(results)
+    table = readme_table(holdout_summary(_round_folder(results, shown), shown))
+    lines = [
+        table,
+        "",
+        f"This is {shown.name} of the hold-out study ([protocol]({shown.out}/PROTOCOL.md), "
+        "committed before its runs): the README shows the latest round whose confirmation "
+        "is complete.",
+    ]
+    later = HOLDOUT_ROUNDS[HOLDOUT_ROUNDS.index(shown) + 1 :]
+    for round_ in later:
+        lines.append(
+            f"{round_.name.capitalize()} ([protocol]({round_.out}/PROTOCOL.md)) is under way; "
+            "its runs so far are in [docs/results.md](docs/results.md), and this table will "
+            "show it once its confirmation is complete."
+        )
+    return "\n".join(lines)
+
+
+def write_readme_table(readme: str | Path, results: str | Path | None = None) -> bool:
+    """Rewrite the block between the README's markers (:func:`readme_block`); ``True``
+    when it changed.
+
+    Args:
+        readme: The README file.
+        results: The folder of the rounds' folders (default :data:`RESULTS`).
+    """
     path = Path(readme)
     text = path.read_text()
     start, end = text.index(README_START) + len(README_START), text.index(README_END)
-    new = text[:start] + "\n" + readme_table(holdout_summary(root)) + "\n" + text[end:]
+    new = text[:start] + "\n" + readme_block(results) + "\n" + text[end:]
     path.write_text(new)
     return new != text
 

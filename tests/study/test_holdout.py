@@ -14,6 +14,8 @@ from ax_kernel_discovery.study.holdout import (
     ROUND_1,
     holdout_markdown,
     holdout_summary,
+    readme_block,
+    readme_round,
     readme_table,
     write_readme_table,
 )
@@ -106,7 +108,8 @@ def svm_sd() -> float:
 
 
 def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
-    conf = tmp_path / "confirmation"
+    root = tmp_path / "holdout"  # round 1's folder under the folder of the rounds' folders
+    conf = root / "confirmation"
     for k, p in enumerate(PROBLEMS):
         for i, s in enumerate(CONFIRMATION_SEEDS):
             base = 2.0 + 0.01 * i
@@ -114,7 +117,7 @@ def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
             _write(conf, p, "bock", s, _better(p, base, 0.2 if k == 0 else -0.2))
             # kd ahead of ax_default on 13 of 15 seeds everywhere; behind BOCK on rover100
             _write(conf, p, "kd", s, _better(p, base, 0.1 if i < 13 else -0.05), {})
-    summary = holdout_summary(tmp_path)
+    summary = holdout_summary(root)
     target = summary["confirmation"]["target"]
     assert target["complete"]
     assert target["mean_at_least_ax_default"] == 4
@@ -132,7 +135,38 @@ def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
     assert write_readme_table(readme, tmp_path)
     text = readme.read_text()
     assert "\nold\n" not in text and table in text and text.endswith(f"{README_END}\nrest\n")
+    assert "This is round 1 of the hold-out study ([protocol](benchmarks/results/holdout/" in text
+    assert "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way" in text
     assert not write_readme_table(readme, tmp_path)  # unchanged the second time
+
+
+def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
+    tmp_path: Path,
+) -> None:
+    """Round 1 until round 2's confirmation is complete (a failed run counts as made),
+    then round 2, whichever looks better: the rule is fixed before round 2's results."""
+    round_2 = HOLDOUT_ROUNDS[1]
+    for folder, seeds, gap in (
+        ("holdout", CONFIRMATION_SEEDS, 0.1),  # round 1: kd ahead
+        ("holdout2", round_2.confirmation_seeds, -0.1),  # round 2: kd behind
+    ):
+        conf = tmp_path / folder / "confirmation"
+        for p in PROBLEMS:
+            for i, s in enumerate(seeds):
+                _write(conf, p, "ax_default", s, 2.0 + 0.01 * i)
+                _write(conf, p, "bock", s, 2.0 + 0.01 * i)
+                _write(conf, p, "kd", s, _better(p, 2.0 + 0.01 * i, gap), {})
+    last = tmp_path / "holdout2" / "confirmation" / f"svm__kd__seed{round_2.confirmation_seeds[-1]}"
+    Path(f"{last}.json").unlink()  # round 2 one run short
+    assert readme_round(tmp_path) == ROUND_1
+    assert "| rover100 | 15/0/0 |" in readme_block(tmp_path)
+    Path(f"{last}.error.txt").write_text("Traceback ...\nRuntimeError: killed\n")  # made
+    assert readme_round(tmp_path) == round_2
+    block = readme_block(tmp_path)
+    assert "| rover100 | 0/0/15 |" in block and "| svm | 0/0/14 |" in block
+    assert "This is round 2 of the hold-out study ([protocol](benchmarks/results/holdout2/" in block
+    assert "under way" not in block
+    assert "Confirmation seeds 2000-2014 (15 per problem)" in block
 
 
 def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
