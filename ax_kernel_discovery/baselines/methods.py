@@ -32,6 +32,9 @@ name                 surrogate, and the BO step
                      (:class:`~ax_kernel_discovery.baselines.cake.CakeSurrogate`; needs an LLM)
 ``sobol``            Sobol points only
 ``saasbo``           SAAS fully Bayesian GP (NUTS); expensive, small budgets only
+``map_saas``         BoTorch's MAP-SAAS ensemble GP (SAAS priors fitted by MAP, an ensemble
+                     over the global shrinkage) in Ax's own strategy (one ``ModelConfig``):
+                     SAAS's sparsity at a fit's cost
 ===================  ==========================================================================
 
 Example:
@@ -52,6 +55,7 @@ from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.models.map_saas import EnsembleMapSaasSingleTaskGP
 from botorch.utils.evaluation import BIC
 
 from ax_kernel_discovery.baselines.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
@@ -276,6 +280,17 @@ def _build_ax_default(**options: Any) -> GenerationStrategy:
     return ax_strategy(**common)
 
 
+#: The BO model of ``map_saas``: BoTorch's ensemble of MAP-SAAS GPs, one per value of the
+#: global shrinkage, as one ``ModelConfig`` of Ax's own strategy (stored by Ax's JSON).
+MAP_SAAS_CONFIG = ModelConfig(botorch_model_class=EnsembleMapSaasSingleTaskGP, name="MAP-SAAS")
+
+
+def _build_map_saas(**options: Any) -> GenerationStrategy:
+    common = _common(options)
+    _no_more("map_saas", options)
+    return ax_strategy(**common, model_config=MAP_SAAS_CONFIG)
+
+
 def _build_sobol(**options: Any) -> GenerationStrategy:
     common = _common(options)
     _no_more("sobol", options)
@@ -328,6 +343,9 @@ METHODS: dict[str, MethodInfo] = {
         "ax_default", "Ax's default BOTORCH_MODULAR surrogate", _build_ax_default
     ),
     "sobol": MethodInfo("sobol", "Sobol points only (no model)", _build_sobol),
+    "map_saas": MethodInfo(
+        "map_saas", "MAP-SAAS ensemble GP (SAAS priors by MAP; Ax's strategy)", _build_map_saas
+    ),
     "saasbo": MethodInfo(
         "saasbo",
         f"SAAS fully Bayesian GP by NUTS (slow; budget <= {SAASBO_MAX_BUDGET})",
@@ -421,6 +439,7 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
 __all__ = [
     "FIXED_KERNELS",
     "KD_SURROGATES",
+    "MAP_SAAS_CONFIG",
     "METHODS",
     "SAASBO_MAX_BUDGET",
     "MethodInfo",

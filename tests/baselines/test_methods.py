@@ -50,10 +50,11 @@ def test_each_method_builds_a_strategy(name: str, monkeypatch: pytest.MonkeyPatc
     bo = gs._nodes[2].generator_specs[0]
     opts = bo.generator_gen_kwargs["model_gen_options"]["optimizer_kwargs"]
     assert (opts["num_restarts"], opts["raw_samples"], opts["options"]["maxiter"]) == (2, 16, 10)
-    if name == "ax_default" or name in FIXED_KERNELS:  # Ax's own strategy: Ax builds it
+    if name in ("ax_default", "map_saas") or name in FIXED_KERNELS:  # Ax's own strategy
         assert surrogate is None
         spec = bo.generator_kwargs["surrogate_spec"]
-        expected = ["MBM defaults"] if name == "ax_default" else [base_candidate(name).name]
+        own = {"ax_default": "MBM defaults", "map_saas": "MAP-SAAS"}
+        expected = [own[name] if name in own else base_candidate(name).name]
         assert [c.name for c in spec.model_configs] == expected
         return
     kind = {
@@ -208,7 +209,7 @@ def _step(client, n: int) -> None:  # type: ignore[no-untyped-def]
         client.complete_trial(k, raw_data={"f": float(((x - 0.3) ** 2).sum())})
 
 
-@pytest.mark.parametrize("method", ["rbf", "greedy", "compositional"])
+@pytest.mark.parametrize("method", ["rbf", "map_saas", "greedy", "compositional"])
 def test_storage_round_trip(method: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from ax.api import Client
 
