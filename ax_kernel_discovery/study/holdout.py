@@ -451,11 +451,6 @@ def holdout_markdown(
     return parts
 
 
-def _round_folder(results: str | Path | None, round_: HoldoutRound) -> Path:
-    """A round's folder under ``results`` (the folder of the rounds' folders)."""
-    return Path(results if results is not None else RESULTS) / Path(round_.out).name
-
-
 def readme_round(results: str | Path | None = None) -> HoldoutRound:
     """The round the README shows: the latest whose confirmation is complete (every run
     made, a failed run included), round 1 until another is complete.
@@ -464,7 +459,7 @@ def readme_round(results: str | Path | None = None) -> HoldoutRound:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
     for round_ in reversed(HOLDOUT_ROUNDS[1:]):
-        folder = _round_folder(results, round_)
+        folder = round_.under(results if results is not None else RESULTS)
         if confirmation_summary(folder, round_)["target"].get("complete"):
             return round_
     return ROUND_1
@@ -479,7 +474,8 @@ def readme_block(results: str | Path | None = None) -> str:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
     shown = readme_round(results)
-    table = readme_table(holdout_summary(_round_folder(results, shown), shown))
+    folder = shown.under(results if results is not None else RESULTS)
+    table = readme_table(holdout_summary(folder, shown))
     lines = [
         table,
         "",

@@ -121,6 +121,11 @@ class HoldoutRound(BaseModel):
         """The round's folder: ``root`` where given (a copy elsewhere), else :attr:`out`."""
         return Path(root if root is not None else self.out)
 
+    def under(self, results: str | Path) -> Path:
+        """The round's folder in ``results``, a folder of the rounds' folders (another
+        checkout's ``benchmarks/results``)."""
+        return Path(results) / Path(self.out).name
+
 
 HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
     HoldoutRound(

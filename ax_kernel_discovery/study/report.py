@@ -424,7 +424,7 @@ def write_study_report(
     text = study_markdown(summary, results, protocol, shown, markdown, curves)
     rounds = []  # the hold-out study's rounds come first; this study follows as the earlier one
     for round_ in HOLDOUT_ROUNDS:
-        folder = results_dir.parent / Path(round_.out).name
+        folder = round_.under(results_dir.parent)
         if not folder.is_dir():
             continue
         held = holdout_summary(folder, round_)
