@@ -25,7 +25,8 @@ expression tree) joins the population only if it passes, in order:
    ``forward(..., diag=True)`` directly, so a kernel that ignores ``diag`` breaks them);
 5. ``finite``: every output is finite;
 6. ``gradient``: the gradient of :math:`\\sum_{ij} K_{ij}` exists and is finite for
-   every kernel parameter;
+   every kernel parameter (for a parameter that only a registered prior reads, as the
+   SAAS prior's global shrinkage, that of the prior's log density);
 7. ``psd``: :math:`K(X, X)` is symmetric, the Cholesky factor of
    :math:`K + \\text{jitter}\\, I` exists and the smallest eigenvalue is above
    :math:`-10^{-6} \\lambda_{\\max}`; GPyTorch's silent jitter retries are switched off;
@@ -260,6 +261,25 @@ def _is_memory_error(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and (
         "can't allocate memory" in msg or "out of memory" in msg or "not enough memory" in msg
     )
+
+
+def _prior_gradients(
+    kernel: gpytorch.kernels.Kernel, params: list[torch.Tensor]
+) -> list[torch.Tensor | None]:
+    """The gradient of the kernel's registered priors' log density (the prior term of the
+    fit's MAP objective) for each parameter; ``None`` for one no prior reads."""
+    terms = [
+        prior.log_prob(closure(module)).sum()
+        for _, module, prior, closure, _ in kernel.named_priors()
+    ]
+    if not terms:
+        return [None] * len(params)
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    if not total.requires_grad:
+        return [None] * len(params)
+    return list(torch.autograd.grad(total, params, allow_unused=True))
 
 
 def _dense(out: Any) -> torch.Tensor:
@@ -709,7 +729,12 @@ def _run_checks(
                     "gradient", "gradient: the Gram matrix does not depend on any parameter"
                 )
             grads = torch.autograd.grad(total, [p for _, p in params], allow_unused=True)
-            for (name, _), grad in zip(params, grads, strict=True):
+            by_prior = _prior_gradients(kernel, [p for _, p in params])
+            for (name, _), grad, prior_grad in zip(params, grads, by_prior, strict=True):
+                if grad is None:
+                    # a hyperparameter of a prior (the SAAS prior's global shrinkage) moves
+                    # the fit's objective through the prior only
+                    grad = prior_grad
                 if grad is None:
                     raise _Failure("gradient", f"gradient: no gradient for parameter {name}")
                 if not torch.isfinite(grad).all():

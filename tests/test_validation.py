@@ -21,6 +21,7 @@ from gpytorch.kernels import (
 )
 from pydantic import ValidationError
 
+from ax_kernel_discovery.kernels import SaasMatern52Kernel
 from ax_kernel_discovery.sandbox import load_kernel_class
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 from ax_kernel_discovery.validation import (
@@ -85,6 +86,20 @@ def test_gpytorch_kernels_pass(factory) -> None:
 def test_valid_corpus_passes(name: str) -> None:
     res = check_kernel(corpus_factory(name), 9)
     assert res.ok, res.reason
+
+
+def test_a_parameter_that_only_its_prior_reads_passes_the_gradient_check() -> None:
+    """The SAAS prior's global shrinkage enters the fit through its prior only: it passes,
+    and the same kernel without its priors fails (nothing else moves the parameter)."""
+    assert check_kernel(lambda d: SaasMatern52Kernel(ard_num_dims=d), 7).ok
+
+    def without_priors(d: int) -> SaasMatern52Kernel:
+        kernel = SaasMatern52Kernel(ard_num_dims=d)
+        kernel._priors.clear()  # tau's own prior and tau / l_d^2's
+        return kernel
+
+    res = check_kernel(without_priors, 7, check_fit=False)
+    assert (res.stage, res.reason) == ("gradient", "gradient: no gradient for parameter raw_tau")
 
 
 def test_very_high_dimension_is_fast_and_uses_few_points() -> None:

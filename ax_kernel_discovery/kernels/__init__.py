@@ -29,6 +29,7 @@ from ax_kernel_discovery.kernels.periodic import DimScaledPeriodicKernel
 from ax_kernel_discovery.kernels.priors import dim_scaled_lengthscale_prior
 from ax_kernel_discovery.kernels.rbf import DimScaledRBFKernel
 from ax_kernel_discovery.kernels.rq import DimScaledRQKernel
+from ax_kernel_discovery.kernels.saas import SaasMatern52Kernel
 from ax_kernel_discovery.kernels.sl import SphericalLinearKernel
 from ax_kernel_discovery.kernels.warped import WarpedKernel
 
@@ -45,6 +46,7 @@ __all__ = [
     "InputMapKernel",
     "Leaf",
     "ProjectedCosineKernel",
+    "SaasMatern52Kernel",
     "SphericalLinearKernel",
     "WarpedKernel",
     "dim_scaled_lengthscale_prior",
@@ -99,5 +101,12 @@ LEAVES: dict[str, Leaf] = leaf_table(
         ard(ProjectedCosineKernel),
         "cos(2 pi sum_d (u_d - u'_d) / p_d)",
         "extended",
+    ),
+    Leaf(
+        "saas",
+        ard(SaasMatern52Kernel),
+        "(1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), r = |u - u'|_l, tau ~ HC(0.1), tau / l_d^2 ~ HC(1)",
+        "extended",
+        title="SAAS",
     ),
 )
