@@ -154,8 +154,9 @@ class KernelDiscoveryConfig(BaseModel):
         None,
         description="Kernels that seed a new population beside (or instead of) the paper's start "
         "set: a kernel library file (see ax_kernel_discovery.library) or a list of library "
-        "kernels / candidates. Stored as the library's entries; each kernel is validated before "
-        "the population uses it.",
+        "kernels / candidates / leaves of the grammar by name (['saas']: the SAAS-prior "
+        "Matern-5/2 beside the start set). Stored as the library's entries; each kernel is "
+        "validated before the population uses it.",
     )
     keep_start_set: bool = Field(
         True,

@@ -41,7 +41,8 @@ from ax_kernel_discovery._version import __version__
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import formula as spec_formula
 from ax_kernel_discovery.expression import validate_spec
-from ax_kernel_discovery.population import start_candidates
+from ax_kernel_discovery.kernels import LEAVES
+from ax_kernel_discovery.population import base_candidate, start_candidates
 from ax_kernel_discovery.sandbox.validate import validate_candidate
 
 __all__ = [
@@ -332,12 +333,16 @@ def _check_unique(names: Sequence[str], where: str) -> None:
 
 
 def get_kernel(reference: LibraryKernel | KernelCandidate | dict[str, Any] | str) -> LibraryKernel:
-    """One kernel from a reference: ``"kernels.json:NAME"``, a file of one kernel, or data.
+    """One kernel from a reference: ``"kernels.json:NAME"``, a file of one kernel, a leaf
+    of the grammar by name, or data.
 
     Args:
         reference: ``"path:NAME"`` (a named entry of a library file), ``"path"`` (a
-            library of exactly one kernel), a :class:`LibraryKernel`, a candidate, or
-            an entry's dict (as a run config stores it).
+            library of exactly one kernel), the name of a leaf of the grammar where no
+            file has that name (``"saas"``: the leaf as the start set builds its
+            kernels, e.g. ``KernelDiscoveryConfig(start_kernels=["saas"])``), a
+            :class:`LibraryKernel`, a candidate, or an entry's dict (as a run config
+            stores it).
 
     Raises:
         KernelLibraryError: The file or entry is bad, the name is not in the file, or
@@ -350,6 +355,8 @@ def get_kernel(reference: LibraryKernel | KernelCandidate | dict[str, Any] | str
     if isinstance(reference, dict):
         return _parse_entry(reference, 0, "kernel") if "sha256" in reference else _model(reference)
     text = str(reference)
+    if text in LEAVES and not Path(text).exists():
+        return LibraryKernel.from_candidate(base_candidate(text))
     path, name = text, None
     if not Path(text).is_file() and ":" in text:
         # names may hold ":" (``off_r9_3:(bock+sl)``) and paths may too: the file is the
@@ -358,7 +365,10 @@ def get_kernel(reference: LibraryKernel | KernelCandidate | dict[str, Any] | str
         cut = next((i for i in reversed(cuts) if Path(text[:i]).is_file()), cuts[0])
         path, name = text[:cut], text[cut + 1 :]
     if not Path(path).is_file():
-        raise KernelLibraryError(f"{path}: no such kernel library (expected FILE or FILE:NAME)")
+        raise KernelLibraryError(
+            f"{path}: no such kernel library (expected FILE, FILE:NAME or a leaf of the "
+            f"grammar: {', '.join(LEAVES)})"
+        )
     kernels = load_kernels(path, validate=False)
     if name is None:
         if len(kernels) != 1:

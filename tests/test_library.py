@@ -170,6 +170,16 @@ def test_start_kernels_on_top_of_the_start_set(discovery_run: dict[str, Any]) ->
         KernelDiscoveryConfig(keep_start_set=False)
 
 
+def test_a_leaf_by_name_joins_the_start_set() -> None:
+    surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(start_kernels=["saas"]))
+    assert surrogate.population.names == ["RBF", "Matern52", "RQ", "BOCK", "SL", "SAAS"]
+    (entry,) = surrogate.config.start_kernels or []
+    assert entry["spec"] == {"kernel": "saas", "warp": "identity", "ard": True}
+    assert "tau / l_d^2 ~ HC(1)" in entry["formula"]
+    with pytest.raises(ValidationError, match="expected FILE, FILE:NAME or a leaf .*saas"):
+        KernelDiscoveryConfig(start_kernels=["sass"])
+
+
 def test_library_kernels_have_the_patience_of_start_kernels() -> None:
     start = [
         base_candidate("rbf"),
