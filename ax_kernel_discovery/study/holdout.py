@@ -488,7 +488,8 @@ def readme_block(results: str | Path | None = None) -> str:
         lines.append(
             f"{round_.name.capitalize()} ([protocol]({round_.out}/PROTOCOL.md)) is under way; "
             "its runs so far are in [docs/results.md](docs/results.md), and this table will "
-            "show it once its confirmation is complete."
+            "show it once its confirmation is complete (its protocol says when a round has "
+            "one)."
         )
     return "\n".join(lines)
 

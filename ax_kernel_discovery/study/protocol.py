@@ -150,9 +150,20 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
         "seeds, the most problems with Δ >= 0, then the largest mean z; it chooses once "
         "every candidate is complete.",
     ),
+    HoldoutRound(
+        name="round 3",
+        out="benchmarks/results/holdout3",
+        confirmation_seeds=tuple(range(3000, 3015)),
+        rule_problems=HOLDOUT.problems,
+        candidates=("preq_fixed", "saas"),
+        reused_tuning=("../holdout/tuning",),
+        rule_text="The rule (as round 2's): among the candidates run on all four problems "
+        "with all tuning seeds, the most problems with Δ >= 0, then the largest mean z; it "
+        "chooses once every candidate is complete.",
+    ),
 )
-"""The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``
-and ``holdout2``; each round's PROTOCOL.md says why it was run)."""
+"""The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``,
+``holdout2`` and ``holdout3``; each round's PROTOCOL.md says why it was run)."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
