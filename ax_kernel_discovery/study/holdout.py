@@ -458,11 +458,17 @@ def readme_round(results: str | Path | None = None) -> HoldoutRound:
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
+    return _shown_round(results)[0]
+
+
+def _shown_round(results: str | Path | None) -> tuple[HoldoutRound, dict[str, Any]]:
+    """:func:`readme_round`'s round with its confirmation summary (read once)."""
+    results = results if results is not None else RESULTS
     for round_ in reversed(HOLDOUT_ROUNDS[1:]):
-        folder = round_.under(results if results is not None else RESULTS)
-        if confirmation_summary(folder, round_)["target"].get("complete"):
-            return round_
-    return ROUND_1
+        summary = confirmation_summary(round_.under(results), round_)
+        if summary["target"].get("complete"):
+            return round_, summary
+    return ROUND_1, confirmation_summary(ROUND_1.under(results), ROUND_1)
 
 
 def readme_block(results: str | Path | None = None) -> str:
@@ -473,9 +479,9 @@ def readme_block(results: str | Path | None = None) -> str:
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
-    shown = readme_round(results)
-    folder = shown.under(results if results is not None else RESULTS)
-    table = readme_table(holdout_summary(folder, shown))
+    shown, confirmation = _shown_round(results)
+    seeds = list(shown.confirmation_seeds)
+    table = readme_table({"confirmation_seeds": seeds, "confirmation": confirmation})
     lines = [
         table,
         "",
