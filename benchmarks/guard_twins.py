@@ -35,6 +35,7 @@ import torch
 from ax_kernel_discovery.runner import RunConfig
 from ax_kernel_discovery.runner.ax_client import load_client
 from ax_kernel_discovery.runner.experiment import run_experiment
+from ax_kernel_discovery.runner.rounds import trial_point
 from ax_kernel_discovery.study.protocol import HOLDOUT
 
 #: kd with every round guarded (the study's ``guard_all``: 10 BO rounds).
@@ -47,11 +48,9 @@ def first_batch(cfg: RunConfig) -> np.ndarray:
     client = load_client(cfg)
     assert client is not None
     trials = client._experiment.trials
-    rows = []
-    for index in range(cfg.num_sobol, cfg.num_sobol + cfg.batch):
-        params = trials[index].arms[0].parameters
-        rows.append([params[k] for k in sorted(params)])
-    return np.array(rows)
+    return np.array(
+        [trial_point(trials[i]) for i in range(cfg.num_sobol, cfg.num_sobol + cfg.batch)]
+    )
 
 
 def point_differences(problem: str, seed: int, out: str, **overrides: Any) -> np.ndarray:

@@ -26,7 +26,7 @@ from ax_kernel_discovery.runner.run_config import METRIC, RunConfig
 from ax_kernel_discovery.strategy import BO_NODE_NAME
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 
-__all__ = ["run_one_round"]
+__all__ = ["run_one_round", "trial_point"]
 
 
 def _seed_everything(seed: int) -> None:
@@ -136,14 +136,14 @@ def run_one_round(
     record["warnings"] = _warning_lines(caught)
 
     train_values = trial_values(client)[0] if kd_records else []
-    previous_point = _trial_point(experiment.trials[n_done - 1]) if n_done > 0 else None
+    previous_point = trial_point(experiment.trials[n_done - 1]) if n_done > 0 else None
     trials = []
     for part in split_generator_run(gr):
         trial = experiment.new_trial(generator_run=part)
         trial.mark_running(no_runner_required=True)
         trials.append(trial)
     record["trials"] = [t.index for t in trials]
-    X = np.array([_trial_point(t) for t in trials])
+    X = np.array([trial_point(t) for t in trials])
     t0 = time.perf_counter()
     values = _evaluate(prob, X, record)
     record["timings"]["evaluate"] = time.perf_counter() - t0
@@ -164,7 +164,7 @@ def run_one_round(
     return record
 
 
-def _trial_point(trial: Any) -> np.ndarray:
+def trial_point(trial: Any) -> np.ndarray:
     """A trial's parameters as a float vector, in the search space's order."""
     return np.array([float(v) for v in trial.arm.parameters.values()])
 
