@@ -126,7 +126,7 @@ def tuning_summary(
     """Each variant of kd against stock ``ax_default`` on the tuning seeds, and the rule.
 
     The rule ranks the round's candidates complete on its problems; it chooses once every
-    candidate is (``waiting`` names those that are not)."""
+    candidate not dropped early is (``waiting`` names those that are not)."""
     baselines, found = _tuning_runs(round_.folder(root), round_)
     variants: dict[str, Any] = {}
     for name, runs in found.items():
@@ -151,12 +151,13 @@ def tuning_summary(
             "mean_z": float(np.mean(zs)) if zs else None,
             "kd_config": runs[0]["config"].get("kd_config"),
         }
+    standing = [v for v in round_.candidates if v not in round_.dropped]
     eligible = [
         v
-        for v in round_.candidates
+        for v in standing
         if v in variants and set(variants[v]["complete_on"]) >= set(round_.rule_problems)
     ]
-    waiting = [v for v in round_.candidates if v not in eligible]
+    waiting = [v for v in standing if v not in eligible]
     ranked = sorted(
         eligible,
         # the protocol's tie rule: the simpler (fewer settings changed from preq_fixed)
@@ -421,6 +422,13 @@ def holdout_markdown(
             f"- `{name}` (`{json.dumps(v['kd_config'])}`): {of_rule} "
             f"{', '.join(v['complete_on']) or 'no problem'}; ahead of ax_default in the mean on "
             f"{v['ahead_on']}; mean z {mean_z}."
+        )
+    dropped = [v for v in tuning["variants"] if v in round_.dropped]
+    if dropped:
+        parts.append("")
+        parts.append(
+            f"Dropped by the protocol's early-drop rule (reported, not ranked): "
+            f"{', '.join(dropped)}."
         )
     later = [v for v in tuning["variants"] if v not in round_.candidates]
     if later:

@@ -296,3 +296,26 @@ def test_a_later_round_reuses_an_earlier_rounds_tuning_runs(tmp_path: Path) -> N
     assert "The rule has not chosen: it waits for notie to be complete on" in "\n".join(
         holdout_markdown(holdout_summary(root, round_2), "holdout2", round_2)
     )
+
+
+def test_a_candidate_dropped_early_is_reported_and_not_waited_for(tmp_path: Path) -> None:
+    """The early-drop rule: a dropped candidate, complete on two problems only, is in the
+    table and named as dropped; the rule chooses among the others without waiting for it
+    (and would not choose it, though it is ahead where it ran)."""
+    round_ = _round(candidates=("base", "gone"), dropped=("gone",))
+    tuning = tmp_path / "tuning"
+    for p in ("rover100", "svm"):
+        for s in TUNING_SEEDS:
+            _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)
+            _write(tuning / "base", p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.01), {})
+            if p == "rover100":
+                _write(tuning / "gone", p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.5), {"g": 1})
+    summary = holdout_summary(tmp_path, round_)
+    assert summary["tuning"]["waiting"] == [] and summary["tuning"]["chosen"] == "base"
+    section = "\n".join(holdout_markdown(summary, "holdout", round_))
+    assert "| gone | rover100 | 10 | 10/0/0 |" in section
+    assert "Dropped by the protocol's early-drop rule (reported, not ranked): gone." in section
+    assert "By the rule: **base** (ranking: base)." in section
+    # without the drop, the rule waits for it
+    waiting = holdout_summary(tmp_path, _round(candidates=("base", "gone")))["tuning"]
+    assert waiting["chosen"] is None and waiting["waiting"] == ["gone"]
