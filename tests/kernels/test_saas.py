@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import pickle
 import unittest
 from typing import Any
@@ -15,7 +14,7 @@ from gpytorch.kernels import ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import HalfCauchyPrior
 
-from ax_kernel_discovery.kernels import SaasMatern52Kernel
+from ax_kernel_discovery.kernels import DimScaledMatern52Kernel, SaasMatern52Kernel
 from ax_kernel_discovery.testing import KernelContractMixin
 
 
@@ -26,12 +25,14 @@ class TestSaasMatern52Kernel(KernelContractMixin, unittest.TestCase):
         return SaasMatern52Kernel(ard_num_dims=dim, **kwargs)
 
     def test_formula(self) -> None:
+        """The function is Matern-5/2's (DimScaledMatern52Kernel's at the same
+        lengthscales, whose test checks the formula); only the prior differs."""
         kernel = self.create_kernel_for_dim(3).double()
-        kernel.lengthscale = torch.tensor([[0.3, 0.7, 1.5]], dtype=torch.float64)
+        matern = DimScaledMatern52Kernel(ard_num_dims=3).double()
+        kernel.lengthscale = matern.lengthscale = torch.tensor([[0.3, 0.7, 1.5]]).double()
         x1, x2 = torch.rand(4, 3, dtype=torch.float64), torch.rand(5, 3, dtype=torch.float64)
-        r = ((x1.unsqueeze(-2) - x2.unsqueeze(-3)) / kernel.lengthscale).pow(2).sum(-1).sqrt()
-        want = (1 + math.sqrt(5) * r + 5 / 3 * r**2) * torch.exp(-math.sqrt(5) * r)
-        torch.testing.assert_close(kernel(x1, x2).to_dense(), want)
+        torch.testing.assert_close(kernel(x1, x2).to_dense(), matern(x1, x2).to_dense())
+        self.assertEqual(kernel.nu, 2.5)
 
     def test_tau_setter_and_bounds(self) -> None:
         kernel = self.create_kernel_for_dim(4).double()
