@@ -274,9 +274,7 @@ def _prior_gradients(
     ]
     if not terms:
         return [None] * len(params)
-    total = terms[0]
-    for term in terms[1:]:
-        total = total + term
+    total = sum(terms[1:], terms[0])
     if not total.requires_grad:
         return [None] * len(params)
     return list(torch.autograd.grad(total, params, allow_unused=True))
@@ -729,12 +727,14 @@ def _run_checks(
                     "gradient", "gradient: the Gram matrix does not depend on any parameter"
                 )
             grads = torch.autograd.grad(total, [p for _, p in params], allow_unused=True)
-            by_prior = _prior_gradients(kernel, [p for _, p in params])
-            for (name, _), grad, prior_grad in zip(params, grads, by_prior, strict=True):
-                if grad is None:
-                    # a hyperparameter of a prior (the SAAS prior's global shrinkage) moves
-                    # the fit's objective through the prior only
-                    grad = prior_grad
+            if any(grad is None for grad in grads):
+                # a hyperparameter of a prior (the SAAS prior's global shrinkage) moves the
+                # fit's objective through the prior only
+                by_prior = _prior_gradients(kernel, [p for _, p in params])
+                grads = tuple(
+                    g if g is not None else b for g, b in zip(grads, by_prior, strict=True)
+                )
+            for (name, _), grad in zip(params, grads, strict=True):
                 if grad is None:
                     raise _Failure("gradient", f"gradient: no gradient for parameter {name}")
                 if not torch.isfinite(grad).all():

@@ -165,7 +165,7 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
         reused_tuning=("../holdout/tuning",),
         rule_text="The rule (as round 2's): among the candidates run on all four problems "
         "with all tuning seeds, the most problems with Δ >= 0, then the largest mean z; it "
-        "chooses once every candidate is complete.",
+        "chooses once every candidate not dropped early is complete.",
     ),
 )
 """The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``,

@@ -53,7 +53,7 @@ class TestSaasMatern52Kernel(KernelContractMixin, unittest.TestCase):
         kernel.lengthscale = torch.tensor([[0.2, 0.5, 1.0, 3.0, 40.0]], dtype=torch.float64)
         priors = {
             name: (prior, closure(module))
-            for name, module, prior, closure, _ in (kernel.named_priors())
+            for name, module, prior, closure, _ in kernel.named_priors()
         }
         self.assertEqual(sorted(priors), ["inv_lengthscale_prior", "tau_prior"])
         tau = torch.tensor(0.05, dtype=torch.float64)
