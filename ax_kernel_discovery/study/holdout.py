@@ -12,7 +12,9 @@ and ``bock`` then run once on the round's confirmation seeds into ``confirmation
 * per variant and problem on the tuning seeds: kd against ``ax_default`` paired by seed, and
   the rule's standardized score :math:`z_p = \\bar d / \\mathrm{sd}(\\text{ax\\_default})`;
   the variants ranked by the rule (most problems with :math:`\\bar d \\ge 0`, then the
-  largest mean :math:`z_p`);
+  largest mean :math:`z_p`) and each variant's round cost beside its quality (the mean
+  wall seconds of a BO round, from the runs' own timings, a rough figure: the runs share
+  the machine with other runs);
 * per problem on the confirmation seeds: kd against ``ax_default`` and against ``bock``
   (wins/ties/losses, the mean difference with its 95% paired t-interval, exact sign and
   permutation tests), and whether the protocol's target is met.
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.runner.report import format_value, load_results
+from ax_kernel_discovery.runner.report import format_value, load_results, timing_table
 from ax_kernel_discovery.study.protocol import (
     HOLDOUT,
     HOLDOUT_ROUNDS,
@@ -91,6 +93,13 @@ def _load(folder: Path) -> list[dict[str, Any]]:
         return []
 
 
+def _round_seconds(runs: Sequence[Mapping[str, Any]], problem: str, method: str) -> float | None:
+    """Mean wall seconds of a BO round of ``method`` on ``problem`` (mean over its runs of
+    each run's own mean per BO round, all phases), ``None`` without timed rounds."""
+    timed = [dict(r) for r in runs if r["problem"] == problem and "timings" in r]
+    return timing_table(timed, [method]).get(method, {}).get("total")
+
+
 def _sd(values: Sequence[float]) -> float:
     return float(np.std(values, ddof=1)) if len(values) >= 2 else math.nan
 
@@ -141,6 +150,10 @@ def tuning_summary(
             sd = _sd([ax[s] for s in c["seeds"]])
             c["z"] = c["mean_diff"] / sd if c["n"] >= 2 and sd > 0 else None
             c["complete"] = set(c["seeds"]) >= set(TUNING_SEEDS)
+            c["round_seconds"] = {
+                "kd": _round_seconds(runs, p, "kd"),
+                "ax_default": _round_seconds(baselines, p, "ax_default"),
+            }
             problems[p] = c
         complete = [p for p in round_.rule_problems if p in problems and problems[p]["complete"]]
         zs = [problems[p]["z"] for p in complete if problems[p]["z"] is not None]
@@ -401,15 +414,24 @@ def holdout_markdown(
         "",
         "Each variant of kd against stock `ax_default` on the tuning seeds (W/T/L, Δ with its "
         "95% t-interval, exact sign / permutation p, and the rule's z = Δ / sd of "
-        f"ax_default's best values). {round_.rule_text}",
+        f"ax_default's best values). {round_.rule_text} "
+        "s / round: the mean wall seconds of a BO round (all phases, from each run's own "
+        "timings), the variant's kd runs / stock `ax_default`'s tuning runs. It is a rough "
+        "cost: runs shared the machine's two cores with other runs, at different times and "
+        "loads; `benchmarks/replay_rounds.py time` measures kd against Ax's default in one "
+        "process on the same data.",
         "",
-        "| variant | problem | seeds | W/T/L | Δ [95% t] | p sign / perm | z |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | problem | seeds | W/T/L | Δ [95% t] | p sign / perm | z | s / round |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, v in tuning["variants"].items():
         for p, c in v["problems"].items():
             z = format_value(c["z"]) if c.get("z") is not None else "–"
-            parts.append(f"| {name} | {p} | {c['n']} | {_cell(c)} | {z} |")
+            secs = c.get("round_seconds", {})
+            cost = " / ".join(
+                f"{secs[m]:.1f}" if secs.get(m) is not None else "–" for m in ("kd", "ax_default")
+            )
+            parts.append(f"| {name} | {p} | {c['n']} | {_cell(c)} | {z} | {cost} |")
     parts.append("")
     of_rule = (
         "of the rule's problems, complete on"

@@ -35,10 +35,16 @@ PROBLEMS = {
 
 
 def _write(
-    folder: Path, problem: str, method: str, seed: int, best: float, kd: dict | None = None
+    folder: Path,
+    problem: str,
+    method: str,
+    seed: int,
+    best: float,
+    kd: dict | None = None,
+    round_seconds: float | None = None,
 ) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    record = {
+    record: dict = {
         "status": "complete",
         "problem": problem,
         "method": method,
@@ -48,6 +54,9 @@ def _write(
         "best_so_far": [best],
         "config": {"kd_config": kd},
     }
+    if round_seconds is not None:  # a run's own phase timings, as the runner writes them
+        per_round = {"fit": 0.25 * round_seconds, "acquisition": 0.75 * round_seconds}
+        record["timings"] = {"mean_per_bo_round": per_round, "bo_rounds": 10}
     (folder / f"{problem}__{method}__seed{seed}.json").write_text(json.dumps(record))
 
 
@@ -65,10 +74,14 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -
     tuning = tmp_path / "tuning"
     for p in PROBLEMS:
         for s in TUNING_SEEDS:
-            _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s)  # sd of ax_default ~ 0.30
+            # timed rounds on rover100 only (a run without timings has no cost to show)
+            timed = p == "rover100"
+            ax_seconds, kd_seconds = (4.0, 10.0 + s) if timed else (None, None)
+            _write(tuning, p, "ax_default", s, 1.0 + 0.1 * s, None, ax_seconds)  # sd ~ 0.30
             # "steady": ahead on both tuning problems by 0.03; "bold": far ahead on rover100,
             # behind on svm (and far ahead on the problems the rule does not look at)
-            _write(tuning / "steady", p, "kd", s, _better(p, 1.0 + 0.1 * s, 0.03), {})
+            steady_best = _better(p, 1.0 + 0.1 * s, 0.03)
+            _write(tuning / "steady", p, "kd", s, steady_best, {}, kd_seconds)
             gap = -0.02 if p == "svm" else 0.5
             _write(tuning / "bold", p, "kd", s, _better(p, 1.0 + 0.1 * s, gap), {"x": 1})
             if p == "rover100" or s < 5:  # svm on half the seeds only: not eligible
@@ -82,6 +95,18 @@ def test_the_rule_ranks_variants_by_problems_ahead_then_mean_z(tmp_path: Path) -
     assert tuning_summary["variants"]["dropped"]["complete_on"] == ["rover100"]  # not svm
     section = "\n".join(holdout_markdown(holdout_summary(tmp_path, round_), tmp_path, round_))
     assert "| bold | hartmann6_100 | 10 | 10/0/0 |" in section  # reported, far ahead there...
+    # the round cost: the mean over seeds of each run's seconds per BO round, kd / ax_default
+    assert steady["problems"]["rover100"]["round_seconds"] == pytest.approx(
+        {"kd": 14.5, "ax_default": 4.0}
+    )
+    rows = [line for line in section.splitlines() if line.startswith(("| steady", "| bold"))]
+    for row in rows:
+        if row.startswith("| steady | rover100 |"):
+            assert row.endswith("| 14.5 / 4.0 |")
+        elif "| rover100 |" in row:  # bold's kd runs are not timed, ax_default's are
+            assert row.endswith("| – / 4.0 |")
+        else:
+            assert row.endswith("| – / – |")
     assert '- `bold` (`{"x": 1}`): of the rule\'s problems, complete on rover100, svm;' in section
     assert (  # ...and said not to count
         "The rows on hartmann6_100, lasso_dna (amendment 3: run after the confirmation, "
