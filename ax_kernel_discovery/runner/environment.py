@@ -62,14 +62,33 @@ def source_commit() -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(status)}
 
 
+def _cpu_model() -> str | None:
+    """The CPU's model name (Linux's ``/proc/cpuinfo``), ``None`` where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def device_info(device: str = "cpu") -> dict[str, Any]:
-    """Where the run happened: torch device, CPU, cores, threads."""
+    """Where the run happened: torch device, CPU, cores, threads.
+
+    ``cpu_capability`` is the instruction set torch's CPU kernels use (``AVX512``,
+    ``AVX2``, ...): a run repeated on one machine gives the same values, while on a CPU of
+    another model or capability it can part from them (float sums are ordered
+    differently), so these say which runs may be compared bit for bit."""
     import torch
 
     info: dict[str, Any] = {
         "torch_device": device,
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_count": os.cpu_count(),
         "cuda_available": torch.cuda.is_available(),
     }

@@ -84,6 +84,9 @@ def test_tiny_sweep_files(tiny_sweep: tuple[Path, list[dict]]) -> None:
     )
     # kd's default device is auto: CUDA where there is one
     assert r["device"]["torch_device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    # what a run on another machine may part by: torch's CPU instruction set, the CPU
+    assert r["device"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert "cpu_model" in r["device"]
     assert r["config"]["kd_config"] == KD_SMALL and r["problem_label"] == "rover60"
     assert isinstance(r["failures"], list)
     rbf = json.loads((out / "rover60__rbf__seed1.json").read_text())
