@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,7 +284,7 @@ def rank_table_markdown(table: RankTable) -> str:
 
 
 def timing_table(
-    results: Sequence[dict[str, Any]], methods: Sequence[str]
+    results: Sequence[Mapping[str, Any]], methods: Sequence[str]
 ) -> dict[str, dict[str, float]]:
     """Mean seconds per BO round per phase per method (mean over runs of each run's mean)."""
     out: dict[str, dict[str, float]] = {}

@@ -96,7 +96,7 @@ def _load(folder: Path) -> list[dict[str, Any]]:
 def _round_seconds(runs: Sequence[Mapping[str, Any]], problem: str, method: str) -> float | None:
     """Mean wall seconds of a BO round of ``method`` on ``problem`` (mean over its runs of
     each run's own mean per BO round, all phases), ``None`` without timed rounds."""
-    timed = [dict(r) for r in runs if r["problem"] == problem and "timings" in r]
+    timed = [r for r in runs if r["problem"] == problem and "timings" in r]
     return timing_table(timed, [method]).get(method, {}).get("total")
 
 
@@ -137,6 +137,7 @@ def tuning_summary(
     The rule ranks the round's candidates complete on its problems; it chooses once every
     candidate not dropped early is (``waiting`` names those that are not)."""
     baselines, found = _tuning_runs(round_.folder(root), round_)
+    ax_seconds = {p: _round_seconds(baselines, p, "ax_default") for p in HOLDOUT.problems}
     variants: dict[str, Any] = {}
     for name, runs in found.items():
         if not runs:
@@ -150,10 +151,7 @@ def tuning_summary(
             sd = _sd([ax[s] for s in c["seeds"]])
             c["z"] = c["mean_diff"] / sd if c["n"] >= 2 and sd > 0 else None
             c["complete"] = set(c["seeds"]) >= set(TUNING_SEEDS)
-            c["round_seconds"] = {
-                "kd": _round_seconds(runs, p, "kd"),
-                "ax_default": _round_seconds(baselines, p, "ax_default"),
-            }
+            c["round_seconds"] = {"kd": _round_seconds(runs, p, "kd"), "ax_default": ax_seconds[p]}
             problems[p] = c
         complete = [p for p in round_.rule_problems if p in problems and problems[p]["complete"]]
         zs = [problems[p]["z"] for p in complete if problems[p]["z"] is not None]
