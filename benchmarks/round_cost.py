@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.runner.report import load_results
+from ax_kernel_discovery.runner.report import load_results, timing_table
 from ax_kernel_discovery.study.diagnostics import kernel_family
 
 STUDY = Path(__file__).resolve().parent / "results" / "study"
@@ -59,17 +59,16 @@ class RoundCost:
     runs: int
 
 
-def round_cost(runs: Sequence[dict[str, Any]]) -> RoundCost | None:
-    """The mean per-round cost of ``runs`` (``None`` when none has a BO round)."""
-    per_run = [r["timings"]["mean_per_bo_round"] for r in runs if r["timings"].get("bo_rounds")]
-    if not per_run:
+def round_cost(runs: Sequence[dict[str, Any]], method: str) -> RoundCost | None:
+    """The mean per-round cost of ``method``'s ``runs`` (``None`` when none has a BO round).
+
+    The means are the report's (:func:`~ax_kernel_discovery.runner.report.timing_table`).
+    """
+    t = timing_table(runs, [method]).get(method)
+    if t is None:
         return None
-    return RoundCost(
-        fit=float(np.mean([t.get("fit") or 0.0 for t in per_run])),
-        acquisition=float(np.mean([t.get("acquisition") or 0.0 for t in per_run])),
-        round=float(np.mean([sum(v or 0.0 for v in t.values()) for t in per_run])),
-        runs=len(per_run),
-    )
+    timed = sum(1 for r in runs if r["method"] == method and r["timings"].get("bo_rounds"))
+    return RoundCost(fit=t["fit"], acquisition=t["acquisition"], round=t["total"], runs=timed)
 
 
 def _runs(folder: Path) -> list[dict[str, Any]]:
@@ -92,10 +91,8 @@ def cost_table(
     out: dict[str, tuple[RoundCost, RoundCost]] = {}
     problems = sorted({r["problem"] for r in searched}, key=_problem_order)
     for problem in problems:
-        mine = round_cost([r for r in searched if (r["problem"], r["method"]) == (problem, method)])
-        ref = round_cost(
-            [r for r in reference if (r["problem"], r["method"]) == (problem, REFERENCE)]
-        )
+        mine = round_cost([r for r in searched if r["problem"] == problem], method)
+        ref = round_cost([r for r in reference if r["problem"] == problem], REFERENCE)
         if mine is not None and ref is not None:
             out[problem] = (mine, ref)
     return out
