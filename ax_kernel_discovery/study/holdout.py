@@ -45,9 +45,10 @@ from ax_kernel_discovery.study.protocol import (
     TUNING_SEEDS,
     HoldoutRound,
 )
-from ax_kernel_discovery.study.statistics import format_p, paired_comparison
+from ax_kernel_discovery.study.statistics import format_p, paired_comparison, sign_test
 
 __all__ = [
+    "CHANCE_DRAWS",
     "README_END",
     "README_START",
     "ROUND_1",
@@ -56,6 +57,7 @@ __all__ = [
     "readme_block",
     "readme_round",
     "readme_table",
+    "target_chance",
     "write_readme_table",
 ]
 
@@ -64,8 +66,15 @@ README_START = (
 )
 README_END = "<!-- end of results table -->"
 
-#: The protocol's target: kd beats ax_default with an exact sign p at most this.
+#: The protocol's target: kd beats ax_default with an exact sign p at most this...
 TARGET_SIGN_P = 0.05
+
+#: ...on at least this many problems (with a mean at least ax_default's on all of them).
+TARGET_SIGNIFICANT = 3
+
+#: Round 4's rule (:func:`target_chance`): simulated confirmations, their seeds per
+#: problem, the seed of their generator, and the margin within which two chances tie.
+CHANCE_DRAWS, CHANCE_SEEDS, CHANCE_RNG_SEED, CHANCE_TIE = 20_000, 15, 4, 0.01
 
 #: Round 1 of the study.
 ROUND_1: HoldoutRound = HOLDOUT_ROUNDS[0]
@@ -129,13 +138,70 @@ def _tuning_runs(
     )
 
 
+def target_chance(
+    diffs: Mapping[str, Sequence[float]],
+    *,
+    draws: int = CHANCE_DRAWS,
+    seeds: int = CHANCE_SEEDS,
+    rng_seed: int = CHANCE_RNG_SEED,
+) -> float:
+    """A candidate's estimated chance of meeting the target against ``ax_default`` on
+    ``seeds`` fresh seeds per problem (round 4's rule).
+
+    Each of ``draws`` simulated confirmations draws, for every problem independently,
+    ``seeds`` differences with replacement from that problem's tuning differences; it meets
+    the target when its mean difference is :math:`\\ge 0` on every problem and, on at least
+    :data:`TARGET_SIGNIFICANT` of them, kd is ahead in the mean with an exact two-sided sign
+    p :math:`\\le` :data:`TARGET_SIGN_P` (zero differences left out), as
+    :func:`confirmation_summary` judges a real confirmation. A forecast that reuses the
+    tuning seeds' values, to rank candidates for a confirmation, not a claim.
+
+    Args:
+        diffs: Per problem, the paired differences on the tuning seeds (positive: kd
+            better; a tie is 0), in the order the draws are made.
+        draws, seeds, rng_seed: The simulation's size and the seed of its generator.
+
+    Returns:
+        The fraction of the simulated confirmations that meet the target.
+    """
+    rng = np.random.default_rng(rng_seed)
+    # the exact sign p of every (wins, losses) a confirmation of ``seeds`` seeds can have
+    p_sign = np.ones((seeds + 1, seeds + 1))
+    for w in range(seeds + 1):
+        for lo in range(seeds + 1 - w):
+            if w + lo:
+                p_sign[w, lo] = sign_test(w, lo)
+    all_level = np.ones(draws, dtype=bool)
+    significant = np.zeros(draws, dtype=int)
+    for d in diffs.values():
+        values = np.asarray(d, dtype=float)
+        sample = values[rng.integers(0, len(values), size=(draws, seeds))]
+        mean = sample.mean(axis=1)
+        wins, losses = (sample > 0).sum(axis=1), (sample < 0).sum(axis=1)
+        all_level &= mean >= 0
+        significant += (mean > 0) & (p_sign[wins, losses] <= TARGET_SIGN_P)
+    return float(np.mean(all_level & (significant >= TARGET_SIGNIFICANT)))
+
+
+def _can_still_lead(variant: Mapping[str, Any] | None, leader: Mapping[str, Any], n: int) -> bool:
+    """Whether a candidate not yet complete could still rank first by the rule of problems
+    ahead: its problems ahead so far plus every one of the ``n`` it is not complete on
+    reach the leader's (amendment 3 of round 3; on equal counts the mean z decides, which
+    its missing runs could still change)."""
+    if variant is None:
+        return True
+    return variant["ahead_on"] + n - len(variant["complete_on"]) >= leader["ahead_on"]
+
+
 def tuning_summary(
     root: str | Path | None = None, round_: HoldoutRound = ROUND_1
 ) -> dict[str, Any]:
     """Each variant of kd against stock ``ax_default`` on the tuning seeds, and the rule.
 
-    The rule ranks the round's candidates complete on its problems; it chooses once every
-    candidate not dropped early is (``waiting`` names those that are not)."""
+    The rule (:attr:`HoldoutRound.rule`) ranks the round's candidates complete on its
+    problems; it chooses once every candidate not dropped early is (``waiting`` names those
+    that are not), or, by the rule of problems ahead, once those that are not can no longer
+    rank first (``out_of_reach``)."""
     baselines, found = _tuning_runs(round_.folder(root), round_)
     ax_seconds = {p: _round_seconds(baselines, p, "ax_default") for p in HOLDOUT.problems}
     variants: dict[str, Any] = {}
@@ -162,6 +228,10 @@ def tuning_summary(
             "mean_z": float(np.mean(zs)) if zs else None,
             "kd_config": runs[0]["config"].get("kd_config"),
         }
+        if round_.rule == "target_chance" and len(complete) == len(round_.rule_problems):
+            variants[name]["chance"] = target_chance(
+                {p: problems[p]["diffs"] for p in round_.rule_problems}
+            )
     standing = [v for v in round_.candidates if v not in round_.dropped]
     eligible = [
         v
@@ -169,18 +239,42 @@ def tuning_summary(
         if v in variants and set(variants[v]["complete_on"]) >= set(round_.rule_problems)
     ]
     waiting = [v for v in standing if v not in eligible]
-    ranked = sorted(
-        eligible,
-        # the protocol's tie rule: the simpler (fewer settings changed from preq_fixed)
-        key=lambda v: (
-            -variants[v]["ahead_on"],
-            -(variants[v]["mean_z"] or -math.inf),
-            len(variants[v]["kd_config"] or {}),
-            v,
-        ),
-    )
+
+    def fields(v: str) -> int:
+        return len(variants[v]["kd_config"] or {})
+
+    out_of_reach: list[str] = []
+    if round_.rule == "target_chance":
+        ranked = sorted(eligible, key=lambda v: (-variants[v]["chance"], fields(v), v))
+        if ranked:  # chances within CHANCE_TIE of the best tie: the fewer fields first
+            best = variants[ranked[0]]["chance"]
+            tied = [v for v in ranked if variants[v]["chance"] >= best - CHANCE_TIE]
+            first = min(tied, key=lambda v: (fields(v), v))
+            ranked = [first] + [v for v in ranked if v != first]
+    else:
+        ranked = sorted(
+            eligible,
+            # the protocol's tie rule: the simpler (fewer settings changed from preq_fixed)
+            key=lambda v: (
+                -variants[v]["ahead_on"],
+                -(variants[v]["mean_z"] or -math.inf),
+                fields(v),
+                v,
+            ),
+        )
+        if ranked:
+            n = len(round_.rule_problems)
+            leader = variants[ranked[0]]
+            out_of_reach = [v for v in waiting if not _can_still_lead(variants.get(v), leader, n)]
+            waiting = [v for v in waiting if v not in out_of_reach]
     chosen = ranked[0] if ranked and not waiting else None
-    return {"variants": variants, "ranked": ranked, "waiting": waiting, "chosen": chosen}
+    return {
+        "variants": variants,
+        "ranked": ranked,
+        "waiting": waiting,
+        "out_of_reach": out_of_reach,
+        "chosen": chosen,
+    }
 
 
 def confirmation_summary(
@@ -225,7 +319,7 @@ def confirmation_summary(
         target["mean_at_least_bock"] = sum(c["mean_diff"] >= 0 for c in vs_bock)
         target["met"] = (
             target["mean_at_least_ax_default"] == len(done)
-            and target["beats_ax_default_sign_p"] >= 3
+            and target["beats_ax_default_sign_p"] >= TARGET_SIGNIFICANT
             and target["mean_at_least_bock"] >= 3
         )
     return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
@@ -438,10 +532,11 @@ def holdout_markdown(
     )
     for name, v in tuning["variants"].items():
         mean_z = format_value(v["mean_z"]) if v["mean_z"] is not None else "–"
+        chance = f"; estimated chance of the target {v['chance']:.3f}" if "chance" in v else ""
         parts.append(
             f"- `{name}` (`{json.dumps(v['kd_config'])}`): {of_rule} "
             f"{', '.join(v['complete_on']) or 'no problem'}; ahead of ax_default in the mean on "
-            f"{v['ahead_on']}; mean z {mean_z}."
+            f"{v['ahead_on']}; mean z {mean_z}{chance}."
         )
     dropped = [v for v in tuning["variants"] if v in round_.dropped]
     if dropped:
@@ -467,6 +562,12 @@ def holdout_markdown(
         )
     parts.append("")
     chosen, ranked, waiting = tuning["chosen"], tuning["ranked"], tuning.get("waiting", [])
+    if tuning.get("out_of_reach"):
+        parts.append(
+            "Not waited for, as they can no longer rank first whatever their missing runs "
+            f"give: {', '.join(tuning['out_of_reach'])}."
+        )
+        parts.append("")
     if chosen:
         parts.append(f"By the rule: **{chosen}** (ranking: {', '.join(ranked)}).")
     else:
@@ -519,11 +620,14 @@ def readme_block(results: str | Path | None = None) -> str:
     ]
     later = HOLDOUT_ROUNDS[HOLDOUT_ROUNDS.index(shown) + 1 :]
     for round_ in later:
+        name = f"{round_.name.capitalize()} ([protocol]({round_.out}/PROTOCOL.md))"
+        if round_.closed:
+            lines.append(f"{name} ended without a confirmation: {round_.closed}")
+            continue
         lines.append(
-            f"{round_.name.capitalize()} ([protocol]({round_.out}/PROTOCOL.md)) is under way; "
-            "its runs so far are in [docs/results.md](docs/results.md), and this table will "
-            "show it once its confirmation is complete (its protocol says when a round has "
-            "one)."
+            f"{name} is under way; its runs so far are in [docs/results.md](docs/results.md), "
+            "and this table will show it once its confirmation is complete (its protocol "
+            "says when a round has one)."
         )
     return "\n".join(lines)
 

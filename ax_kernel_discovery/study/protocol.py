@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -113,7 +113,18 @@ class HoldoutRound(BaseModel):
         description="Tuning folders of earlier rounds, relative to ``out``, whose runs (a "
         "candidate's, ``ax_default``'s) this round reuses beside its own ``tuning/``.",
     )
+    rule: Literal["ahead_then_z", "target_chance"] = Field(
+        "ahead_then_z",
+        description="How the candidates are ranked: ``ahead_then_z`` (rounds 1-3: the most "
+        "problems with a mean difference >= 0, then the largest mean z) or ``target_chance`` "
+        "(round 4: the largest estimated chance of meeting the target on fresh seeds).",
+    )
     rule_text: str = Field(description="The rule, in the report's words.")
+    closed: str = Field(
+        "",
+        description="Why the round ended without a confirmation, once its decision kept a "
+        "default an earlier round confirmed (empty while it is under way or confirmed).",
+    )
     reported_only: str = Field(
         "not candidates of this round", description="Why a non-candidate is reported only."
     )
@@ -165,11 +176,26 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
         reused_tuning=("../holdout/tuning",),
         rule_text="The rule (as round 2's): among the candidates run on all four problems "
         "with all tuning seeds, the most problems with Δ >= 0, then the largest mean z; it "
-        "chooses once every candidate not dropped early is complete.",
+        "chooses once every candidate not dropped early is complete or can no longer rank "
+        "first (amendment 3).",
+    ),
+    HoldoutRound(
+        name="round 4",
+        out="benchmarks/results/holdout4",
+        confirmation_seeds=tuple(range(4000, 4015)),
+        rule_problems=HOLDOUT.problems,
+        candidates=("preq_fixed", "hedge3", "notie", "saas_full"),
+        reused_tuning=("../holdout/tuning", "../holdout2/tuning", "../holdout3/tuning"),
+        rule="target_chance",
+        rule_text="The rule: among the candidates run on all four problems with all tuning "
+        "seeds, the largest estimated chance of meeting the target against ax_default on 15 "
+        "fresh seeds (20,000 simulated confirmations, each problem's 15 differences drawn "
+        "with replacement from its tuning differences); chances within 0.01 tie, and a tie "
+        "goes to the fewer fields changed. A forecast to rank candidates, not a claim.",
     ),
 )
 """The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``,
-``holdout2`` and ``holdout3``; each round's PROTOCOL.md says why it was run)."""
+``holdout2``, ``holdout3`` and ``holdout4``; each round's PROTOCOL.md says why it was run)."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same

@@ -59,8 +59,8 @@ def paired_comparison(
     """``kd`` against one baseline on the seeds both have.
 
     Returns:
-        ``n``, ``seeds``, ``wins``/``ties``/``losses`` of ``kd``, ``mean_diff`` (positive:
-        ``kd`` better), its paired t-interval ``ci`` at ``level`` (``None`` for fewer than
+        ``n``, ``seeds``, ``wins``/``ties``/``losses`` of ``kd``, the per-seed ``diffs``
+        (positive: ``kd`` better; a tie is 0), ``mean_diff``, its paired t-interval ``ci`` at ``level`` (``None`` for fewer than
         two seeds), the exact two-sided sign-test ``p_sign`` (ties left out) and the
         exact two-sided sign-flip permutation ``p_perm`` of the mean difference (both
         ``None`` when no difference is non-zero).
@@ -78,6 +78,7 @@ def paired_comparison(
         "wins": wins,
         "ties": int(tie.sum()),
         "losses": losses,
+        "diffs": diff.tolist(),
         "mean_diff": float(diff.mean()) if len(diff) else None,
         "ci": paired_t_interval(diff, level) if len(diff) >= 2 else None,
         "p_sign": sign_test(wins, losses) if wins + losses else None,

@@ -4,11 +4,13 @@ confirmation table and target (issue 31)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from ax_kernel_discovery.study.holdout import (
+    CHANCE_DRAWS,
     README_END,
     README_START,
     ROUND_1,
@@ -17,6 +19,7 @@ from ax_kernel_discovery.study.holdout import (
     readme_block,
     readme_round,
     readme_table,
+    target_chance,
     write_readme_table,
 )
 from ax_kernel_discovery.study.protocol import (
@@ -344,3 +347,109 @@ def test_a_candidate_dropped_early_is_reported_and_not_waited_for(tmp_path: Path
     # without the drop, the rule waits for it
     waiting = holdout_summary(tmp_path, _round(candidates=("base", "gone")))["tuning"]
     assert waiting["chosen"] is None and waiting["waiting"] == ["gone"]
+
+
+def test_a_candidate_that_can_no_longer_rank_first_is_not_waited_for(tmp_path: Path) -> None:
+    """Round 3's amendment 3: a candidate behind in the mean on the problem it is complete
+    on can reach at most one problem ahead, the leader has two, so the rule chooses; one
+    that could still tie the leader's count (the mean z would decide) is waited for."""
+    round_ = _round(candidates=("base", "behind", "close"))
+    tuning = tmp_path / "tuning"
+    for p in ("rover100", "svm"):
+        for s in TUNING_SEEDS:
+            base = 1.0 + 0.1 * s
+            _write(tuning, p, "ax_default", s, base)
+            _write(tuning / "base", p, "kd", s, _better(p, base, 0.01), {})
+            if p == "rover100":  # neither has run svm yet
+                _write(tuning / "behind", p, "kd", s, _better(p, base, -0.01), {"b": 1})
+                _write(tuning / "close", p, "kd", s, _better(p, base, 0.001), {"c": 1})
+    summary = holdout_summary(tmp_path, round_)
+    tuning_summary = summary["tuning"]
+    assert tuning_summary["out_of_reach"] == ["behind"]
+    assert tuning_summary["waiting"] == ["close"] and tuning_summary["chosen"] is None
+    section = "\n".join(holdout_markdown(summary, "holdout", round_))
+    assert "can no longer rank first whatever their missing runs give: behind." in section
+    assert "The rule has not chosen: it waits for close to be complete on" in section
+    # without "close", the rule chooses now, and would choose the same after "behind"'s runs
+    tuning_summary = holdout_summary(tmp_path, _round(candidates=("base", "behind")))["tuning"]
+    assert tuning_summary["waiting"] == [] and tuning_summary["chosen"] == "base"
+    for s in TUNING_SEEDS:  # the best "behind"'s svm runs could give
+        _write(tuning / "behind", "svm", "kd", s, _better("svm", 1.0 + 0.1 * s, 9.0), {"b": 1})
+    after = holdout_summary(tmp_path, _round(candidates=("base", "behind")))["tuning"]
+    assert after["out_of_reach"] == [] and after["chosen"] == "base"
+    assert after["ranked"] == ["base", "behind"]
+
+
+def test_the_chance_of_the_target_counts_level_means_and_sign_tests() -> None:
+    """round 4's forecast, on differences whose answer is known."""
+    ahead = [1.0] * 10
+    # ahead on every seed everywhere: every simulated confirmation meets the target
+    assert target_chance(dict.fromkeys("abcd", ahead)) == 1.0
+    # behind on every seed on one problem: none does
+    assert target_chance({"a": ahead, "b": ahead, "c": ahead, "d": [-1.0] * 10}) == 0.0
+    # level (every pair tied) on two problems: only two sign tests can pass
+    assert target_chance({"a": ahead, "b": ahead, "c": [0.0] * 10, "d": [0.0] * 10}) == 0.0
+    # a coin on the fourth problem: 15 draws of +-1 have a mean >= 0 half of the time
+    coin = target_chance({"a": ahead, "b": ahead, "c": ahead, "d": [1.0, -1.0] * 5})
+    assert coin == pytest.approx(0.5, abs=4 / CHANCE_DRAWS**0.5)
+    # one small loss in ten on every problem: a sign p <= 0.05 on 15 seeds takes 12 wins
+    # (p 0.035; 11 wins give 0.118), P(>= 12 of 15 | 0.9) = 0.944, needed on 3 of 4
+    nine = [1.0] * 9 + [-0.01]
+    win = sum(math.comb(15, k) * 0.9**k * 0.1 ** (15 - k) for k in range(12, 16))
+    expected = win**4 + 4 * win**3 * (1 - win)
+    assert target_chance(dict.fromkeys("abcd", nine)) == pytest.approx(expected, abs=0.005)
+    # the seed of the draws makes the forecast repeatable
+    assert target_chance(dict.fromkeys("abcd", nine)) == target_chance(dict.fromkeys("abcd", nine))
+
+
+def test_round_4s_rule_ranks_by_the_chance_of_the_target(tmp_path: Path) -> None:
+    """A candidate ahead in the mean everywhere, by a little, loses to one clearly ahead on
+    three problems and behind by a little on the fourth: the old rule ranks them the other
+    way. Chances within CHANCE_TIE tie, and a tie goes to the fewer fields."""
+    round_ = _round(
+        rule="target_chance",
+        rule_problems=tuple(PROBLEMS),
+        candidates=("steady", "trade", "trade_twin"),
+    )
+    tuning = tmp_path / "tuning"
+    for p in PROBLEMS:
+        for s in TUNING_SEEDS:
+            base = 1.0 + 0.1 * s
+            _write(tuning, p, "ax_default", s, base)
+            # steady: 6 wins and 4 losses of the same size everywhere (mean ahead)
+            _write(tuning / "steady", p, "kd", s, _better(p, base, 0.05 if s < 6 else -0.05), {})
+            # trade: every seed on three problems, and 5/0/5 slightly behind on rover100
+            gap = (0.1 if s < 5 else -0.12) if p == "rover100" else 0.05
+            _write(tuning / "trade", p, "kd", s, _better(p, base, gap), {"t": 1})
+            _write(tuning / "trade_twin", p, "kd", s, _better(p, base, gap), {"t": 1, "u": 2})
+    summary = holdout_summary(tmp_path, round_)
+    tuning_summary, variants = summary["tuning"], summary["tuning"]["variants"]
+    assert variants["steady"]["ahead_on"] == 4 and variants["trade"]["ahead_on"] == 3
+    rover = variants["trade"]["problems"]["rover100"]
+    assert rover["diffs"] == pytest.approx([0.1] * 5 + [-0.12] * 5)
+    assert variants["trade"]["chance"] == target_chance(
+        {p: variants["trade"]["problems"][p]["diffs"] for p in PROBLEMS}
+    )
+    assert 0.2 < variants["trade"]["chance"] < 0.6  # rover100's mean decides
+    assert variants["steady"]["chance"] < 0.01  # 12 wins of 15 at 0.6 are rare, on 3 problems
+    assert variants["trade_twin"]["chance"] == variants["trade"]["chance"]
+    assert tuning_summary["ranked"] == ["trade", "trade_twin", "steady"]
+    assert tuning_summary["chosen"] == "trade"
+    old_rule = holdout_summary(
+        tmp_path, _round(rule_problems=tuple(PROBLEMS), candidates=("steady", "trade"))
+    )
+    assert old_rule["tuning"]["chosen"] == "steady"
+    section = "\n".join(holdout_markdown(summary, "holdout4", round_))
+    assert f"estimated chance of the target {variants['trade']['chance']:.3f}." in section
+    assert "By the rule: **trade** (ranking: trade, trade_twin, steady)." in section
+
+
+def test_round_4_reuses_the_earlier_rounds_candidates() -> None:
+    round_4 = HOLDOUT_ROUNDS[3]
+    assert round_4.rule == "target_chance" and round_4.confirmation_seeds == tuple(
+        range(4000, 4015)
+    )
+    earlier = {s for r in HOLDOUT_ROUNDS[:3] for s in r.confirmation_seeds}
+    assert not earlier & set(round_4.confirmation_seeds) and not set(TUNING_SEEDS) & earlier
+    folders = {Path(round_4.out).parent / Path(f).parent.name for f in round_4.reused_tuning}
+    assert folders == {Path(r.out) for r in HOLDOUT_ROUNDS[:3]}
