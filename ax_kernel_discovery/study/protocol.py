@@ -178,6 +178,8 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
         "with all tuning seeds, the most problems with Δ >= 0, then the largest mean z; it "
         "chooses once every candidate not dropped early is complete or can no longer rank "
         "first (amendment 3).",
+        closed="its rule kept `preq_fixed`, which round 2 confirmed "
+        "([decision](benchmarks/results/holdout3/DECISION.md)).",
     ),
     HoldoutRound(
         name="round 4",

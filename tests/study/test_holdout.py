@@ -194,8 +194,14 @@ def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
     assert "| rover100 | 0/0/15 |" in block and "| svm | 0/0/14 |" in block
     assert "This is round 2 of the hold-out study ([protocol](benchmarks/results/holdout2/" in block
     assert "Round 2 (" not in block  # no longer under way; the rounds after it are
-    later = [r.name.capitalize() for r in HOLDOUT_ROUNDS[2:]]
+    later = [r.name.capitalize() for r in HOLDOUT_ROUNDS[2:] if not r.closed]
     assert [line.split(" (")[0] for line in block.splitlines() if "is under way" in line] == later
+    closed = [r for r in HOLDOUT_ROUNDS[2:] if r.closed]
+    assert closed and all(
+        f"{r.name.capitalize()} ([protocol]({r.out}/PROTOCOL.md)) ended without a "
+        f"confirmation: {r.closed}" in block
+        for r in closed
+    )
     assert "Confirmation seeds 2000-2014 (15 per problem)" in block
 
 
