@@ -60,10 +60,10 @@ def paired_comparison(
 
     Returns:
         ``n``, ``seeds``, ``wins``/``ties``/``losses`` of ``kd``, the per-seed ``diffs``
-        (positive: ``kd`` better; a tie is 0), ``mean_diff``, its paired t-interval ``ci`` at ``level`` (``None`` for fewer than
-        two seeds), the exact two-sided sign-test ``p_sign`` (ties left out) and the
-        exact two-sided sign-flip permutation ``p_perm`` of the mean difference (both
-        ``None`` when no difference is non-zero).
+        (positive: ``kd`` better; a tie is 0), ``mean_diff``, its paired t-interval ``ci``
+        at ``level`` (``None`` for fewer than two seeds), the exact two-sided sign-test
+        ``p_sign`` (ties left out) and the exact two-sided sign-flip permutation ``p_perm``
+        of the mean difference (both ``None`` when no difference is non-zero).
     """
     seeds = sorted(set(kd) & set(baseline))
     sign = -1.0 if minimize else 1.0
