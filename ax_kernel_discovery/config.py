@@ -124,7 +124,7 @@ class KernelDiscoveryConfig(BaseModel):
     Example:
         >>> cfg = KernelDiscoveryConfig(population_size=8, proposals_per_round=3)
         >>> cfg.criterion, cfg.guard_rounds, cfg.keep_kernels
-        ('prequential', 1, ('RBF', 'Matern52'))
+        ('prequential', 1, ('RBF', 'Matern52', 'SAAS'))
         >>> KernelDiscoveryConfig(fitting={"fit_maxiter": 20}).section("fitting")["fit_maxiter"]
         20
     """
@@ -136,10 +136,13 @@ class KernelDiscoveryConfig(BaseModel):
         10, ge=1, le=200, description="N: members kept after each round (paper: 10)."
     )
     keep_kernels: tuple[str, ...] = Field(
-        ("RBF", "Matern52"),
+        ("RBF", "Matern52", "SAAS"),
         description="Members never dropped by a strike or by truncation (names of start "
         "kernels: the start set's RBF, Matern52, RQ, BOCK, SL or those of start_kernels): the "
-        "plain kernels stay choosable. () lets every member go, as in the paper.",
+        "plain kernels stay choosable, and the SAAS member keeps the rounds its sparse prior "
+        "needs to find the inputs that matter. Left unset, the default keeps those of its "
+        "names that are start kernels (start_kernels without 'saas' drops SAAS from it). "
+        "() lets every member go, as in the paper.",
     )
     patience: int = Field(
         3, ge=1, le=100, description="Strikes before a base kernel is dropped (paper: 3)."
@@ -150,12 +153,13 @@ class KernelDiscoveryConfig(BaseModel):
         "improve the best value (the paper's rule; patience applies to start kernels); "
         "none: members leave by score only (CAKE and compositional search).",
     )
-    start_kernels: list[dict[str, Any]] | None = Field(
-        None,
+    start_kernels: list[dict[str, Any]] | None = Field(  # type: ignore[assignment]
+        ["saas"],  # a name: validate_default turns it into the library's entry
         description="Kernels that seed a new population beside (or instead of) the paper's start "
         "set: a kernel library file (see ax_kernel_discovery.library) or a list of library "
         "kernels / candidates / leaves of the grammar by name (['saas']: the SAAS-prior "
-        "Matern-5/2 beside the start set). Stored as the library's entries; each kernel is "
+        "Matern-5/2 beside the start set, the default since the hold-out study's round 4; "
+        "None: the start set alone). Stored as the library's entries; each kernel is "
         "validated before the population uses it.",
     )
     keep_start_set: bool = Field(
@@ -306,11 +310,13 @@ class KernelDiscoveryConfig(BaseModel):
         "the round's fastest fit.",
     )
     fit_maxiter: int | None = Field(
-        50,
+        None,
         ge=1,
         le=100000,
         description="L-BFGS iterations per round for a member warm-started from last round's "
-        "hyperparameters (new kernels get 4x); members keep converging over rounds. None: BoTorch's default.",
+        "hyperparameters (new kernels get 4x); members keep converging over rounds. None (the "
+        "default since the hold-out study's round 4): BoTorch's default, every fit to "
+        "convergence within fit_timeout.",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
@@ -598,6 +604,10 @@ class KernelDiscoveryConfig(BaseModel):
     def _kept_kernels_are_start_kernels(self) -> KernelDiscoveryConfig:
         known = [c.name for c in start_candidates()]
         known += [str(e.get("name")) for e in self.start_kernels or []]
+        if "keep_kernels" not in self.model_fields_set:
+            # the default names SAAS, a start kernel only while start_kernels has it
+            kept = tuple(k for k in self.keep_kernels if k in known)
+            object.__setattr__(self, "keep_kernels", kept)
         unknown = [k for k in self.keep_kernels if k not in known]
         if unknown:
             hints = []

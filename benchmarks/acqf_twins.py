@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--twins", type=Path, default=TWINS)
     parser.add_argument("--more-seeds", type=Path, default=MORE_SEEDS)
     args = parser.parse_args(argv)
-    new, minimizes = best_values(STUDY)
+    new, minimizes = best_values(STUDY / "preq_fixed")  # the default of its time (new_rows)
     old, _ = best_values(STUDY / "qlognei_keep")
     for problem, values in best_values(args.twins / "new_rows")[0].items():
         new.setdefault(problem, {}).update(values)

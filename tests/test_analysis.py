@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ax_kernel_discovery import KernelDiscoverySurrogate, RoundRecord
+from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate, RoundRecord
 from ax_kernel_discovery.analysis import discovery_report, lineage, summarize
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.expression import formula, leaf
@@ -12,7 +12,8 @@ from ax_kernel_discovery.surrogate.state import OutcomeState
 
 
 def _surrogate() -> KernelDiscoverySurrogate:
-    s = KernelDiscoverySurrogate()
+    # the paper's start set alone (five members), plus the two offline kernels below
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(start_kernels=None))
     pop = s._new_population()
     s.state.outcomes["f"] = OutcomeState(pop)
     a_spec = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("sl")]}

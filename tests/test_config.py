@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,9 @@ from pydantic import ValidationError
 
 from ax_kernel_discovery import KernelDiscoveryConfig
 from ax_kernel_discovery.config import SECTIONS
+from ax_kernel_discovery.runner.run_config import method_kd_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
@@ -46,7 +50,7 @@ def test_defaults() -> None:
     assert cfg.patience == 3
     # the study's choice (docs/results.md, variant preq_keep on 5 seeds), not the paper's
     assert cfg.criterion == "prequential" and cfg.heldout_score == "log"
-    assert cfg.guard_rounds == 1 and cfg.keep_kernels == ("RBF", "Matern52")
+    assert cfg.guard_rounds == 1 and cfg.keep_kernels == ("RBF", "Matern52", "SAAS")
     # ... and the cheapest member within noise of the best (docs/concepts.md: cheaper
     # acquisitions, no difference in quality on 5 seeds per problem)
     assert cfg.mixture_top_k == 1 and cfg.resolved_tie_break() == "cost"
@@ -137,7 +141,7 @@ def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
         (
             {"keep_kernels": ("Foo",)},
             r"keep_kernels names 'Foo', not a start kernel: the names are RBF, Matern52, RQ, "
-            r"BOCK, SL; keep_kernels=\(\) keeps none",
+            r"BOCK, SL, SAAS; keep_kernels=\(\) keeps none",
         ),
         ({"keep_kernels": ("rbf",)}, r"'rbf' \(did you mean 'RBF'\?\)"),
     ],
@@ -186,3 +190,32 @@ def test_settings_from_a_json_file(tmp_path, monkeypatch: pytest.MonkeyPatch) ->
     (tmp_path / "bad.json").write_text(json.dumps({"populaton_size": 6}))
     with pytest.raises(ValidationError, match="did you mean 'population_size'"):
         kernel_discovery_generation_strategy("bad.json")
+
+
+def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
+    """benchmarks/results/holdout4/DECISION.md chose ``saas_full``: the default resolves to
+    exactly the configuration its committed tuning runs ran with (a SAAS member beside the
+    start set, kept; every member fitted to convergence)."""
+    cfg = KernelDiscoveryConfig()
+    assert [e["name"] for e in cfg.start_kernels or []] == ["SAAS"] and cfg.keep_start_set
+    assert cfg.keep_kernels == ("RBF", "Matern52", "SAAS") and cfg.fit_maxiter is None
+    folder = ROOT / "benchmarks" / "results" / "holdout3" / "tuning" / "saas_full"
+    runs = sorted(folder.glob("*__kd__seed*.json"))
+    assert len(runs) == 40  # four problems, ten tuning seeds
+    for path in runs[::9]:
+        run = json.loads(path.read_text())
+        resolved = method_kd_config("kd", None, run["seed"]).model_dump(mode="json")
+        assert resolved == run["resolved_kd_config"], path.name
+
+
+def test_the_default_keep_list_follows_the_start_kernels(tmp_path: Path) -> None:
+    """Without the SAAS member (start_kernels=None: the paper's start set alone, or a
+    library of one's own) the default keep list drops SAAS instead of failing; a keep list
+    given by hand is checked as it is."""
+    assert KernelDiscoveryConfig(start_kernels=None).keep_kernels == ("RBF", "Matern52")
+    previous = KernelDiscoveryConfig(start_kernels=None, fit_maxiter=50)  # preq_fixed
+    assert previous.start_kernels is None and previous.fit_maxiter == 50
+    dumped = KernelDiscoveryConfig(start_kernels=None).model_dump(mode="json")
+    assert KernelDiscoveryConfig.model_validate(dumped).keep_kernels == ("RBF", "Matern52")
+    with pytest.raises(ValidationError, match="keep_kernels names 'SAAS', not a start kernel"):
+        KernelDiscoveryConfig(start_kernels=None, keep_kernels=("RBF", "SAAS"))

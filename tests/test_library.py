@@ -167,7 +167,7 @@ def test_start_kernels_on_top_of_the_start_set(discovery_run: dict[str, Any]) ->
     assert KernelDiscoveryConfig.model_validate(dumped).start_kernels == dumped["start_kernels"]
     assert all("sha256" in entry for entry in dumped["start_kernels"])
     with pytest.raises(ValueError, match="keep_start_set=False needs start_kernels"):
-        KernelDiscoveryConfig(keep_start_set=False)
+        KernelDiscoveryConfig(keep_start_set=False, start_kernels=None)
 
 
 def test_a_leaf_by_name_joins_the_start_set() -> None:

@@ -32,7 +32,8 @@ from ax_kernel_discovery.surrogate.state import RoundContext
 DIM = 6
 NAMES = [f"x{i}" for i in range(DIM)]
 # each test names the rules it exercises (the default's guard round and kept kernels off)
-FAST = {
+FAST = {  # the paper's start set alone (no SAAS member): five members, the mechanics
+    "start_kernels": None,
     "population_size": 5,
     "proposals_per_round": 0,
     "fit_maxiter": 25,

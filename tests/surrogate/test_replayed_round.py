@@ -58,7 +58,14 @@ def round_summary(
     (and ``settings``); its record and surrogate are appended to the lists given."""
     fixture = rr.Fixture.load(ROOT / "benchmarks" / "results" / "replay" / f"{name}.json")
     # the recorded runs' selection: the default then, before tie_break="auto" (cost)
-    fields = {"seed": fixture.data["seed"], "tie_break": "none", **settings}
+    # and before round 4 of the hold-out study (no SAAS member, 50 warm-started L-BFGS steps)
+    fields = {
+        "seed": fixture.data["seed"],
+        "tie_break": "none",
+        "start_kernels": None,
+        "fit_maxiter": 50,
+        **settings,
+    }
     config = KernelDiscoveryConfig.model_validate(fields)
     surrogate = KernelDiscoverySurrogate(config, state=copy.deepcopy(fixture.data["state"]))
     threads = torch.get_num_threads()
