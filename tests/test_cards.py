@@ -43,7 +43,13 @@ def _loss(params: dict[str, Any]) -> float:
 def saved_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, float]]:
     """A kernel-discovery run of 4 rounds, saved as Ax saves a Client; its values."""
     strategy = kernel_discovery_generation_strategy(
-        {"population_size": 5, "proposals_per_round": 3, "background_fits": "off"},
+        {  # the cards, not the default's fits: the start set alone, 50 L-BFGS steps a round
+            "population_size": 5,
+            "proposals_per_round": 3,
+            "background_fits": "off",
+            "start_kernels": None,
+            "fit_maxiter": 50,
+        },
         num_sobol=5,
         num_restarts=1,
         raw_samples=32,

@@ -313,8 +313,8 @@ def test_replay_agreement_compares_a_setting_with_the_default_on_a_recorded_roun
     # RQ forecast the last batches within noise of it and is cheaper for the acquisition
     assert row["default"] == "RQ"
     assert row["t_default"] > 0 and row["t_variant"] > 0
-    # one L-BFGS step instead of 50: the new kernels' fits are worse, the choice (made
-    # from last round's forecasts under the prequential criterion) is not
+    # one L-BFGS step instead of fits to convergence: the new kernels' fits are worse, the
+    # choice (made from last round's forecasts under the prequential criterion) is not
     assert row["same"] and row["new_fit_scores"]
     assert all(variant != default for default, variant in row["new_fit_scores"].values())
 
