@@ -131,19 +131,7 @@ def study_markdown(
         "",
         "## kd variants against the default kd",
         "",
-        "Each variant runs kd with other `KernelDiscoveryConfig` fields on the study's "
-        "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
-        "paired by seed with the default kd (positive Δ: the variant is better). The default "
-        "kd selects by the held-out forecast (`criterion='prequential'`, `guard_rounds=1`, "
-        "`keep_kernels=('RBF', 'Matern52')`, `tie_break='auto'`: the cheapest member "
-        "within noise of the best, and `acquisition='new_rows'`: qLogNEI computed from the "
-        "new points' rows; its runs are the study's kd rows). The default before "
-        "`new_rows` is the variant `qlognei_keep`, the one before the tie rule "
-        "`preq_keep` (screened on 5 seeds per problem); the one "
-        "before it, LBO-CRPS, is `lbo`; the paper's LOO-CRPS is `loo`. Every variant's "
-        "config lists its fields on top of the defaults of its time (the earliest: LBO-CRPS, "
-        "no guard round, no kept kernels, no tie rule), with which all were run. "
-        "A `NAME:cake` row is CAKE run with the variant's LLM settings.",
+        *_variants_intro(summary),
         "",
         *_variants_markdown(summary),
         "",
@@ -465,6 +453,32 @@ def _long_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _variants_intro(summary: Mapping[str, Any]) -> list[str]:
+    reference = summary.get("variant_reference", "kd")
+    if reference == "kd":
+        paired = "paired by seed with the study's kd rows, runs of today's default"
+    else:
+        paired = (
+            f"paired by seed with `{reference}`, the default they were screened against: "
+            "the held-out forecast (`criterion='prequential'`, `guard_rounds=1`, "
+            "`keep_kernels=('RBF', 'Matern52')`, `tie_break='auto'`: the cheapest member "
+            "within noise of the best, and `acquisition='new_rows'`: qLogNEI computed from "
+            "the new points' rows). Its runs were the study's kd rows until the hold-out "
+            "study's round 4 made `saas_full` the default (a SAAS member, every fit to "
+            "convergence); the kd rows above are runs of that default"
+        )
+    return [
+        "Each variant runs kd with other `KernelDiscoveryConfig` fields on the study's "
+        "problems and seeds (`ax-kernel-discovery study --variant NAME --kd-config JSON`), "
+        f"{paired} (positive Δ: the variant is better). The default before `new_rows` is "
+        "the variant `qlognei_keep`, the one before the tie rule `preq_keep` (screened on "
+        "5 seeds per problem); the one before it, LBO-CRPS, is `lbo`; the paper's LOO-CRPS "
+        "is `loo`. Every variant's config lists its fields on top of the defaults of its "
+        "time (the earliest: LBO-CRPS, no guard round, no kept kernels, no tie rule), with "
+        "which all were run. A `NAME:cake` row is CAKE run with the variant's LLM settings."
+    ]
+
+
 def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
     if not summary["variants"]:
         return ["No variant has results yet."]
@@ -502,7 +516,7 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
     lines += [
         "",
         "Best value of each variant: mean ± standard error over its seeds (number of "
-        "seeds), then the default kd's mean on the same seeds:",
+        f"seeds), then {summary.get('variant_reference', 'kd')}'s mean on the same seeds:",
         "",
         "| variant | " + " | ".join(summary["problems"]) + " |",
         "|" + "---|" * (len(summary["problems"]) + 1),
@@ -515,7 +529,8 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
                 cells.append("–")
                 continue
             kd = "n/a" if c["kd_mean"] is None else format_value(c["kd_mean"])
-            cells.append(f"{_pm(c['mean'], c['se'], len(c['seeds']))} (kd {kd})")
+            ref = summary.get("variant_reference", "kd")
+            cells.append(f"{_pm(c['mean'], c['se'], len(c['seeds']))} ({ref} {kd})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     rows = [
         row

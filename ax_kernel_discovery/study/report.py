@@ -91,6 +91,11 @@ def _common_seeds(results: Sequence[dict[str, Any]], problem: str) -> set[int]:
 CHECKPOINTS: tuple[int, ...] = (50, 80, 110, 140, 170)
 """Evaluations at which the report compares best-so-far values (Sobol points included)."""
 
+VARIANT_REFERENCE = "preq_fixed"
+"""The variant the other variants are paired with: the default they were screened against
+(issue 21 until the hold-out study's round 4; its runs were the study's ``kd`` rows until
+then). Without it the variants are paired with the study's ``kd`` rows."""
+
 LONG_FOLDER = "long400"
 """Sub-folder of the study holding the longer-budget runs (not a variant)."""
 
@@ -233,8 +238,17 @@ def study_summary(
     results: Sequence[dict[str, Any]],
     variants: Mapping[str, Sequence[dict[str, Any]]] | None = None,
     protocol: StudyProtocol = STUDY,
+    reference: str = VARIANT_REFERENCE,
 ) -> dict[str, Any]:
-    """Everything the report shows, as plain data (written as ``summary.json``)."""
+    """Everything the report shows, as plain data (written as ``summary.json``).
+
+    Args:
+        results: The study's runs (every method; ``kd`` rows: runs of today's default).
+        variants: The variants' runs by name.
+        protocol: The study's protocol.
+        reference: The variant the others are paired with (:data:`VARIANT_REFERENCE`);
+            the study's ``kd`` rows when ``variants`` has no such variant.
+    """
     problems = [p for p in protocol.problems if any(r["problem"] == p for r in results)]
     methods = [m for m in protocol.methods if any(r["method"] == m for r in results)]
     table = rank_table(results, problems, methods)
@@ -255,6 +269,7 @@ def study_summary(
         "selection": {},
         "timeline": {},
         "variants": {},
+        "variant_reference": reference if reference in (variants or {}) else "kd",
         "proposals": {},
         "checkpoints": {},
         "round_time": {},
@@ -297,16 +312,24 @@ def study_summary(
             m: round_time([r for r in results if r["problem"] == p and r["method"] == m])
             for m in table.methods
         }
+    base = (
+        [{**r, "method": "kd"} for r in (variants or {})[reference]]
+        if summary["variant_reference"] != "kd"
+        else results
+    )
     for name, variant_runs in (variants or {}).items():
         method = variant_runs[0]["method"] if variant_runs else "kd"
         mine = {p: v for p in table.problems if (v := _by_seed(variant_runs, p, method))}
+        paired_with = [] if name == summary["variant_reference"] else base
 
         summary["variants"][name] = {
             "method": method,
             "config": variant_runs[0]["config"].get("kd_config") if variant_runs else None,
-            "problems": _paired_by_problem(mine, results, "kd", table.minimize),
+            "problems": _paired_by_problem(mine, paired_with, "kd", table.minimize),
             "vs_ax_default": _paired_by_problem(mine, results, "ax_default", table.minimize),
-            "values": {p: _values_on_seeds(v, _by_seed(results, p, "kd")) for p, v in mine.items()},
+            "values": {
+                p: _values_on_seeds(v, _by_seed(paired_with, p, "kd")) for p, v in mine.items()
+            },
             "checkpoints": {
                 p: checkpoint_comparison(
                     variant_runs, results, p, method, "ax_default", table.minimize.get(p, True)
@@ -457,6 +480,7 @@ __all__ = [
     "LONG_CHECKPOINTS",
     "LONG_FOLDER",
     "TIE_TOLERANCE",
+    "VARIANT_REFERENCE",
     "checkpoint_comparison",
     "long_budget_summary",
     "round_time",

@@ -18,6 +18,7 @@ from ax_kernel_discovery.study.report import (
     search_diagnostics,
     selection_diagnostics,
     standard_error,
+    study_summary,
     write_study_report,
 )
 
@@ -394,3 +395,36 @@ def test_ranks_use_the_seeds_every_method_has(tmp_path) -> None:
     assert (methods["sl"]["rank"], methods["kd"]["rank"]) == (1, 2)
     assert summary["average_rank"] == {"kd": 2.0, "sl": 1.0}
     assert "Seeds ranked: p1: 0." in md.read_text()
+
+
+def test_variants_pair_with_the_default_they_were_screened_against(tmp_path) -> None:
+    protocol = StudyProtocol(problems=("p1",), methods=("kd", "sl"), seeds=(0, 1))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    for s in protocol.seeds:  # today's default (kd rows) has seed 0 only
+        (folder / f"p1__sl__seed{s}.json").write_text(json.dumps(_fake_result("p1", "sl", s, 5.0)))
+    (folder / "p1__kd__seed0.json").write_text(json.dumps(_fake_result("p1", "kd", 0, -100.0)))
+    for name, bests in (("preq_fixed", (1.0, 2.0)), ("mll", (0.0, 3.0))):
+        (folder / name).mkdir()
+        for s, best in zip(protocol.seeds, bests, strict=True):
+            run = _fake_result("p1", "kd", s, best)
+            (folder / name / f"p1__kd__seed{s}.json").write_text(json.dumps(run))
+    md = write_study_report(folder, tmp_path / "results.md", protocol)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["variant_reference"] == "preq_fixed"
+    # mll against preq_fixed on both seeds (0 < 1 wins, 3 > 2 loses; minimize), not against
+    # the kd rows' -100 on seed 0
+    pair = summary["variants"]["mll"]["problems"]["p1"]
+    assert (pair["n"], pair["wins"], pair["losses"]) == (2, 1, 1)
+    assert summary["variants"]["mll"]["values"]["p1"]["kd_mean"] == pytest.approx(1.5)
+    assert summary["variants"]["preq_fixed"]["problems"] == {}  # not paired with itself
+    assert summary["variants"]["preq_fixed"]["vs_ax_default"] == {}  # no ax_default rows
+    assert summary["paired"]["p1"]["sl"]["n"] == 1  # the study's own table uses the kd rows
+    text = md.read_text()
+    assert "paired by seed with `preq_fixed`" in text and "(preq_fixed 1.500)" in text
+    # without a preq_fixed variant, the variants pair with the kd rows
+    summary = study_summary(
+        [_fake_result("p1", "kd", 0, 0.5)], {"mll": [_fake_result("p1", "kd", 0, 0.0)]}, protocol
+    )
+    assert summary["variant_reference"] == "kd"
+    assert summary["variants"]["mll"]["problems"]["p1"]["wins"] == 1
