@@ -247,10 +247,21 @@ def _results_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _pending(summary: Mapping[str, Any]) -> str:
+    """Why the kd rows may be missing: a default that changed (its runs are a variant)."""
+    reference = summary.get("variant_reference", "kd")
+    if reference == "kd":
+        return ""
+    return (
+        ": the kd rows are runs of today's default, and the previous default's runs are the "
+        f"variant `{reference}` (in the variants' tables below)"
+    )
+
+
 def _paired_markdown(summary: Mapping[str, Any]) -> list[str]:
     paired = summary["paired"]
     if not paired:
-        return ["(no kd results yet)"]
+        return [f"No kd results yet{_pending(summary)}."]
     baselines = list(dict.fromkeys(b for p in paired for b in paired[p]))
     lines = [
         "| problem | " + " | ".join(f"kd vs {b}" for b in baselines) + " |",
@@ -377,7 +388,9 @@ def _checkpoints_markdown(summary: Mapping[str, Any]) -> list[str]:
                 f"{_pm(row['reference_mean'], row['reference_se'], row['paired']['n'])} | "
                 f"{_paired_cell(row['paired'])} |"
             )
-    return lines if len(lines) > 2 else ["No paired kd and ax_default runs yet."]
+    return (
+        lines if len(lines) > 2 else [f"No paired kd and ax_default runs yet{_pending(summary)}."]
+    )
 
 
 def _round_time_cell(t: Mapping[str, Any] | None) -> str:
