@@ -300,6 +300,7 @@ def confirmation_summary(
         minimize = _minimize(runs, p)
         row["direction"] = "minimize" if minimize else "maximize"
         row["means"] = {m: float(np.mean(list(b.values()))) for m, b in bests.items() if b}
+        row["round_seconds"] = {m: _round_seconds(runs, p, m) for m in HOLDOUT.methods}
         for base in ("ax_default", "bock"):
             if bests[base]:
                 row[f"vs_{base}"] = paired_comparison(kd, bests[base], minimize)
@@ -486,12 +487,16 @@ def holdout_markdown(
         parts += [
             readme_table(summary),
             "",
-            "Mean best value per method:",
+            "Mean best value per method. s / round: the mean wall seconds of a BO round (all "
+            "phases, from each run's own timings), kd / ax_default / bock. It is a rough cost: "
+            "runs shared the machine's two cores with other work; "
+            "`benchmarks/replay_rounds.py time` measures kd against Ax's default in one "
+            "process on the same data.",
             "",
             "| problem | direction | "
             + " | ".join(HOLDOUT.methods)
-            + " | runs (kd / ax_default / bock) |",
-            "|---|---|" + "---|" * len(HOLDOUT.methods) + "---|",
+            + " | runs (kd / ax_default / bock) | s / round |",
+            "|---|---|" + "---|" * len(HOLDOUT.methods) + "---|---|",
         ]
         for p, row in conf["problems"].items():
             means = row.get("means", {})
@@ -499,7 +504,11 @@ def holdout_markdown(
                 format_value(means[m]) if m in means else "–" for m in HOLDOUT.methods
             )
             counts = " / ".join(str(row["n"][m]) for m in HOLDOUT.methods)
-            parts.append(f"| {p} | {row.get('direction', '–')} | {cells} | {counts} |")
+            secs = row.get("round_seconds", {})
+            cost = " / ".join(
+                f"{secs[m]:.1f}" if secs.get(m) is not None else "–" for m in HOLDOUT.methods
+            )
+            parts.append(f"| {p} | {row.get('direction', '–')} | {cells} | {counts} | {cost} |")
         parts.append("")
     parts += [
         "### Tuning seeds: the variants and the rule",

@@ -144,8 +144,12 @@ def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
             _write(conf, p, "ax_default", s, base)
             _write(conf, p, "bock", s, _better(p, base, 0.2 if k == 0 else -0.2))
             # kd ahead of ax_default on 13 of 15 seeds everywhere; behind BOCK on rover100
-            _write(conf, p, "kd", s, _better(p, base, 0.1 if i < 13 else -0.05), {})
+            _write(conf, p, "kd", s, _better(p, base, 0.1 if i < 13 else -0.05), {}, 8.0 + i)
     summary = holdout_summary(root)
+    # the runs' own round times: kd's mean over its seeds, none recorded for the others
+    secs = summary["confirmation"]["problems"]["svm"]["round_seconds"]
+    assert secs == {"kd": pytest.approx(15.0), "ax_default": None, "bock": None}
+    assert "| 15.0 / – / – |" in "\n".join(holdout_markdown(summary, root))
     target = summary["confirmation"]["target"]
     assert target["complete"]
     assert target["mean_at_least_ax_default"] == 4
