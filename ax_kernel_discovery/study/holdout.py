@@ -457,6 +457,11 @@ def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
     return lines
 
 
+def _seconds_cell(seconds: Mapping[str, float | None], methods: Sequence[str]) -> str:
+    """The s / round cell: each method's seconds per BO round, "–" where it has none."""
+    return " / ".join(f"{seconds[m]:.1f}" if seconds.get(m) is not None else "–" for m in methods)
+
+
 def holdout_markdown(
     summary: Mapping[str, Any], root: str | Path | None = None, round_: HoldoutRound = ROUND_1
 ) -> list[str]:
@@ -504,10 +509,7 @@ def holdout_markdown(
                 format_value(means[m]) if m in means else "–" for m in HOLDOUT.methods
             )
             counts = " / ".join(str(row["n"][m]) for m in HOLDOUT.methods)
-            secs = row.get("round_seconds", {})
-            cost = " / ".join(
-                f"{secs[m]:.1f}" if secs.get(m) is not None else "–" for m in HOLDOUT.methods
-            )
+            cost = _seconds_cell(row.get("round_seconds", {}), HOLDOUT.methods)
             parts.append(f"| {p} | {row.get('direction', '–')} | {cells} | {counts} | {cost} |")
         parts.append("")
     parts += [
@@ -528,10 +530,7 @@ def holdout_markdown(
     for name, v in tuning["variants"].items():
         for p, c in v["problems"].items():
             z = format_value(c["z"]) if c.get("z") is not None else "–"
-            secs = c.get("round_seconds", {})
-            cost = " / ".join(
-                f"{secs[m]:.1f}" if secs.get(m) is not None else "–" for m in ("kd", "ax_default")
-            )
+            cost = _seconds_cell(c.get("round_seconds", {}), ("kd", "ax_default"))
             parts.append(f"| {name} | {p} | {c['n']} | {_cell(c)} | {z} | {cost} |")
     parts.append("")
     of_rule = (

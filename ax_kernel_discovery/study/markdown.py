@@ -526,10 +526,11 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
         "",
         *_variant_checkpoints_markdown(summary),
     ]
+    ref = summary.get("variant_reference", "kd")
     lines += [
         "",
         "Best value of each variant: mean ± standard error over its seeds (number of "
-        f"seeds), then {summary.get('variant_reference', 'kd')}'s mean on the same seeds:",
+        f"seeds), then {ref}'s mean on the same seeds:",
         "",
         "| variant | " + " | ".join(summary["problems"]) + " |",
         "|" + "---|" * (len(summary["problems"]) + 1),
@@ -542,7 +543,6 @@ def _variants_markdown(summary: Mapping[str, Any]) -> list[str]:
                 cells.append("–")
                 continue
             kd = "n/a" if c["kd_mean"] is None else format_value(c["kd_mean"])
-            ref = summary.get("variant_reference", "kd")
             cells.append(f"{_pm(c['mean'], c['se'], len(c['seeds']))} ({ref} {kd})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     rows = [
