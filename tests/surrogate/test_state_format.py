@@ -39,19 +39,19 @@ def _run(dim: int, objective: str, surrogate: KernelDiscoverySurrogate | None, a
 
 
 def test_a_surrogate_used_on_another_experiment_starts_afresh(
-    caplog: pytest.LogCaptureFixture,
+    kd_caplog: pytest.LogCaptureFixture,
 ) -> None:
     first = _run(5, "-f", None, asks=5)
     surrogate = surrogate_of(first)
     assert len(surrogate.history) >= 3 and surrogate.history[-1].dim == 5
-    with caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate.core"):
+    with kd_caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate.state"):
         second = _run(3, "f", surrogate, asks=3)  # 3-D, maximizing
     assert surrogate_of(second) is surrogate
     history = surrogate.history
     assert {r.dim for r in history} == {3}
     assert history[0].round == 0 and history[0].guarded  # a guard round, as a new run
     assert surrogate.state.objective_weights == {"f": 1.0}
-    assert any("starts afresh" in r.message for r in caplog.records)
+    assert any("starts afresh" in r.message for r in kd_caplog.records)
 
 
 def _saved(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
