@@ -25,9 +25,12 @@ def _install(session: nox.Session, extras: str = "dev,bench,dist,sql") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The fast offline suite (slow tests deselected)."""
+    """The fast offline suite (slow tests deselected), one pytest worker per core (at most
+    4; ``pytest-xdist``), each test file on one worker so that its module fixtures are built
+    once. ``nox -s tests -- -n 0`` runs it in one process."""
     _install(session)
-    session.run("pytest", "-q", "--durations=15", *session.posargs, env=ENV)
+    args = ["-n", "auto", "--maxprocesses", "4", "--dist", "loadfile"]
+    session.run("pytest", "-q", "--durations=15", *args, *session.posargs, env=ENV)
 
 
 @nox.session
