@@ -457,6 +457,14 @@ def _not_ahead(problems: Mapping[str, Any], complete: bool) -> list[str]:
     return lines
 
 
+#: What the s / round columns of the tuning and confirmation tables are worth.
+_ROUGH_COST = (
+    "It is a rough cost: runs shared the machine's two cores with other runs, at different "
+    "times and loads; `benchmarks/replay_rounds.py time` measures kd against Ax's default "
+    "in one process on the same data."
+)
+
+
 def _seconds_cell(seconds: Mapping[str, float | None], methods: Sequence[str]) -> str:
     """The s / round cell: each method's seconds per BO round, "–" where it has none."""
     return " / ".join(f"{seconds[m]:.1f}" if seconds.get(m) is not None else "–" for m in methods)
@@ -493,10 +501,7 @@ def holdout_markdown(
             readme_table(summary),
             "",
             "Mean best value per method. s / round: the mean wall seconds of a BO round (all "
-            "phases, from each run's own timings), kd / ax_default / bock. It is a rough cost: "
-            "runs shared the machine's two cores with other work; "
-            "`benchmarks/replay_rounds.py time` measures kd against Ax's default in one "
-            "process on the same data.",
+            f"phases, from each run's own timings), kd / ax_default / bock. {_ROUGH_COST}",
             "",
             "| problem | direction | "
             + " | ".join(HOLDOUT.methods)
@@ -519,10 +524,7 @@ def holdout_markdown(
         "95% t-interval, exact sign / permutation p, and the rule's z = Δ / sd of "
         f"ax_default's best values). {round_.rule_text} "
         "s / round: the mean wall seconds of a BO round (all phases, from each run's own "
-        "timings), the variant's kd runs / stock `ax_default`'s tuning runs. It is a rough "
-        "cost: runs shared the machine's two cores with other runs, at different times and "
-        "loads; `benchmarks/replay_rounds.py time` measures kd against Ax's default in one "
-        "process on the same data.",
+        f"timings), the variant's kd runs / stock `ax_default`'s tuning runs. {_ROUGH_COST}",
         "",
         "| variant | problem | seeds | W/T/L | Δ [95% t] | p sign / perm | z | s / round |",
         "|---|---|---|---|---|---|---|---|",
