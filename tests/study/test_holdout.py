@@ -221,6 +221,44 @@ def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
     assert "Where kd is not ahead" not in table  # no pair, nothing to say
 
 
+def test_complete_problems_that_already_miss_the_target_are_said(tmp_path: Path) -> None:
+    """An incomplete confirmation makes no claim, but says when its complete problems
+    already rule the target out (kd behind on the mean on one of them, or too few problems
+    left to reach the counts)."""
+    conf = tmp_path / "confirmation"
+    for i, s in enumerate(CONFIRMATION_SEEDS):
+        base = 2.0 + 0.01 * i
+        for p, gap in (("hartmann6_100", 0.1), ("rover100", 0.1 if i < 9 else -0.5)):
+            _write(conf, p, "ax_default", s, base)
+            _write(conf, p, "bock", s, base)
+            _write(conf, p, "kd", s, _better(p, base, gap), {})
+    summary = holdout_summary(tmp_path)
+    target = summary["confirmation"]["target"]
+    assert not target["complete"] and "met" not in target
+    assert target["missed"] == ["kd's mean is behind Ax's default's on rover100"]
+    table = readme_table(summary)
+    assert "no claim is made" in table
+    assert (
+        "already decide that the protocol's target cannot be met: kd's mean is behind Ax's "
+        "default's on rover100. The remaining runs are made and reported as they come out." in table
+    )
+    # kd ahead with sign p <= 0.05 on hartmann6_100 only; with lasso_dna level, one problem
+    # is left for the two more that the target needs
+    for s in CONFIRMATION_SEEDS:
+        for m in ("ax_default", "bock", "kd"):
+            _write(conf, "lasso_dna", m, s, 0.3, {} if m == "kd" else None)
+    missed = holdout_summary(tmp_path)["confirmation"]["target"]["missed"]
+    assert missed[1:] == [
+        "kd beats Ax's default with sign p <= 0.05 on 1 of 3 complete problems, with 1 still to come"
+    ]
+    # nothing is decided while every complete problem could still be part of a met target
+    for p in ("rover100", "lasso_dna"):
+        for f in conf.glob(f"{p}__*.json"):
+            f.unlink()
+    assert holdout_summary(tmp_path)["confirmation"]["target"]["missed"] == []
+    assert "cannot be met" not in readme_table(holdout_summary(tmp_path))
+
+
 def test_where_kd_is_not_ahead_is_said_plainly(tmp_path: Path) -> None:
     conf = tmp_path / "confirmation"
     for i, s in enumerate(CONFIRMATION_SEEDS[:8]):
