@@ -650,6 +650,7 @@ def readme_block(results: str | Path | None = None) -> str:
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
+    results = results if results is not None else RESULTS
     shown, confirmation = _shown_round(results)
     seeds = list(shown.confirmation_seeds)
     table = readme_table({"confirmation_seeds": seeds, "confirmation": confirmation})
@@ -666,10 +667,17 @@ def readme_block(results: str | Path | None = None) -> str:
         if round_.closed:
             lines.append(f"{name} ended without a confirmation: {round_.closed}")
             continue
+        missed = confirmation_summary(round_.under(results), round_)["target"].get("missed")
         lines.append(
             f"{name} is under way; its runs so far are in [docs/results.md](docs/results.md), "
             "and this table will show it once its confirmation is complete (its protocol "
             "says when a round has one)."
+            + (
+                " Its complete problems already rule out the protocol's target: "
+                f"{'; '.join(missed)}."
+                if missed
+                else ""
+            )
         )
     return "\n".join(lines)
 

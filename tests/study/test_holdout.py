@@ -192,6 +192,17 @@ def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
     Path(f"{last}.json").unlink()  # round 2 one run short
     assert readme_round(tmp_path) == ROUND_1
     assert "| rover100 | 15/0/0 |" in readme_block(tmp_path)
+    # round 2 is under way, and its complete problems already rule its target out
+    behind = ", ".join(p for p in PROBLEMS if p != "svm")
+    assert (
+        "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way; its runs "
+        "so far are in [docs/results.md](docs/results.md), and this table will show it once "
+        "its confirmation is complete (its protocol says when a round has one). Its complete "
+        f"problems already rule out the protocol's target: kd's mean is behind Ax's default's "
+        f"on {behind}; kd beats Ax's default with sign p <= 0.05 on 0 of 3 complete problems, "
+        "with 1 still to come; kd's mean is at least BOCK's on 0 of 3 complete problems, with "
+        "1 still to come." in readme_block(tmp_path)
+    )
     Path(f"{last}.error.txt").write_text("Traceback ...\nRuntimeError: killed\n")  # made
     assert readme_round(tmp_path) == round_2
     block = readme_block(tmp_path)
