@@ -337,18 +337,20 @@ def confirmation_summary(
     else:
         # what the complete problems already decide: the target cannot be met any more
         open_ = len(HOLDOUT.problems) - len(done)
-        target["missed"] = [
-            f"kd's mean is behind Ax's default's on {', '.join(behind)}" if behind else "",
-            f"kd beats Ax's default with sign p <= {TARGET_SIGN_P} on {len(significant)} of "
-            f"{len(done)} complete problems, with {open_} still to come"
-            if len(significant) + open_ < TARGET_SIGNIFICANT
-            else "",
-            f"kd's mean is at least BOCK's on {len(at_least_bock)} of {len(done)} complete "
-            f"problems, with {open_} still to come"
-            if len(at_least_bock) + open_ < TARGET_AT_LEAST_BOCK
-            else "",
-        ]
-        target["missed"] = [why for why in target["missed"] if why]
+        missed: list[str] = []
+        target["missed"] = missed
+        if behind:
+            missed.append(f"kd's mean is behind Ax's default's on {', '.join(behind)}")
+        if len(significant) + open_ < TARGET_SIGNIFICANT:
+            missed.append(
+                f"kd beats Ax's default with sign p <= {TARGET_SIGN_P} on {len(significant)} "
+                f"of {len(done)} complete problems, with {open_} still to come"
+            )
+        if len(at_least_bock) + open_ < TARGET_AT_LEAST_BOCK:
+            missed.append(
+                f"kd's mean is at least BOCK's on {len(at_least_bock)} of {len(done)} "
+                f"complete problems, with {open_} still to come"
+            )
     return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
 
 
@@ -632,14 +634,19 @@ def readme_round(results: str | Path | None = None) -> HoldoutRound:
     return _shown_round(results)[0]
 
 
-def _shown_round(results: str | Path | None) -> tuple[HoldoutRound, dict[str, Any]]:
-    """:func:`readme_round`'s round with its confirmation summary (read once)."""
+def _shown_round(
+    results: str | Path | None,
+) -> tuple[HoldoutRound, dict[str, Any], dict[str, dict[str, Any]]]:
+    """:func:`readme_round`'s round with its confirmation summary, and the summaries of the
+    later rounds read on the way, by round name (each read once)."""
     results = results if results is not None else RESULTS
+    later: dict[str, dict[str, Any]] = {}
     for round_ in reversed(HOLDOUT_ROUNDS[1:]):
         summary = confirmation_summary(round_.under(results), round_)
         if summary["target"].get("complete"):
-            return round_, summary
-    return ROUND_1, confirmation_summary(ROUND_1.under(results), ROUND_1)
+            return round_, summary, later
+        later[round_.name] = summary
+    return ROUND_1, confirmation_summary(ROUND_1.under(results), ROUND_1), later
 
 
 def readme_block(results: str | Path | None = None) -> str:
@@ -650,8 +657,7 @@ def readme_block(results: str | Path | None = None) -> str:
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
-    results = results if results is not None else RESULTS
-    shown, confirmation = _shown_round(results)
+    shown, confirmation, later_summaries = _shown_round(results)
     seeds = list(shown.confirmation_seeds)
     table = readme_table({"confirmation_seeds": seeds, "confirmation": confirmation})
     lines = [
@@ -667,7 +673,7 @@ def readme_block(results: str | Path | None = None) -> str:
         if round_.closed:
             lines.append(f"{name} ended without a confirmation: {round_.closed}")
             continue
-        missed = confirmation_summary(round_.under(results), round_)["target"].get("missed")
+        missed = later_summaries[round_.name]["target"].get("missed")
         lines.append(
             f"{name} is under way; its runs so far are in [docs/results.md](docs/results.md), "
             "and this table will show it once its confirmation is complete (its protocol "
