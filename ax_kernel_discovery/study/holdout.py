@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ax_kernel_discovery.baselines.methods import method_kd_config
 from ax_kernel_discovery.runner.report import format_value, load_results, timing_table
 from ax_kernel_discovery.study.protocol import (
     HOLDOUT,
@@ -79,6 +80,10 @@ TARGET_AT_LEAST_BOCK = 3
 #: Round 4's rule (:func:`target_chance`): simulated confirmations, their seeds per
 #: problem, the seed of their generator, and the margin within which two chances tie.
 CHANCE_DRAWS, CHANCE_SEEDS, CHANCE_RNG_SEED, CHANCE_TIE = 20_000, 15, 4, 0.01
+
+#: Resolved settings that differ between runs of one configuration (the run's own seed, the
+#: device of the machine it ran on): :func:`_ran_todays_default` does not compare them.
+RUN_SPECIFIC_SETTINGS = ("seed", "device")
 
 #: Round 1 of the study.
 ROUND_1: HoldoutRound = HOLDOUT_ROUNDS[0]
@@ -351,7 +356,12 @@ def confirmation_summary(
                 f"kd's mean is at least BOCK's on {len(at_least_bock)} of {len(done)} "
                 f"complete problems, with {open_} still to come"
             )
-    return {"problems": problems, "target": target, "kd_config": _kd_config(runs)}
+    return {
+        "problems": problems,
+        "target": target,
+        "kd_config": _kd_config(runs),
+        "kd_is_todays_default": _ran_todays_default(runs),
+    }
 
 
 def _failed(
@@ -376,6 +386,30 @@ def _kd_config(runs: Sequence[Mapping[str, Any]]) -> Any:
         if r["method"] == "kd"
     }
     return [json.loads(c) for c in sorted(configs)]
+
+
+def _ran_todays_default(runs: Sequence[Mapping[str, Any]]) -> bool | None:
+    """Whether every kd run resolved to the settings ``KernelDiscoveryConfig()`` resolves to
+    today (``None``: no kd run records its resolved settings).
+
+    The settings of :data:`RUN_SPECIFIC_SETTINGS` are not compared, nor settings a run does
+    not record (fields added to the configuration after it ran, whose defaults keep the
+    behaviour it had).
+    """
+    recorded = [
+        r["resolved_kd_config"] for r in runs if r["method"] == "kd" and r.get("resolved_kd_config")
+    ]
+    if not recorded:
+        return None
+    config = method_kd_config("kd")
+    assert config is not None  # kd is a method with a KernelDiscoveryConfig
+    today = config.model_dump(mode="json")
+    return all(
+        k in today and today[k] == v
+        for settings in recorded
+        for k, v in settings.items()
+        if k not in RUN_SPECIFIC_SETTINGS
+    )
 
 
 def holdout_summary(
@@ -652,7 +686,8 @@ def _shown_round(
 def readme_block(results: str | Path | None = None) -> str:
     """What the README shows between its markers: :func:`readme_table` of
     :func:`readme_round`'s round, the round and its protocol named, and the later rounds
-    still under way.
+    still under way; each round's kd said to be today's default or an earlier one (where its
+    runs record the settings they resolved to).
 
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
@@ -665,7 +700,7 @@ def readme_block(results: str | Path | None = None) -> str:
         "",
         f"This is {shown.name} of the hold-out study ([protocol]({shown.out}/PROTOCOL.md), "
         "committed before its runs): the README shows the latest round whose confirmation "
-        "is complete.",
+        "is complete." + _default_sentence(confirmation.get("kd_is_todays_default")),
     ]
     later = HOLDOUT_ROUNDS[HOLDOUT_ROUNDS.index(shown) + 1 :]
     for round_ in later:
@@ -673,11 +708,13 @@ def readme_block(results: str | Path | None = None) -> str:
         if round_.closed:
             lines.append(f"{name} ended without a confirmation: {round_.closed}")
             continue
-        missed = later_summaries[round_.name]["target"].get("missed")
+        summary = later_summaries[round_.name]
+        missed = summary["target"].get("missed")
+        todays = ", with today's default as kd" if summary.get("kd_is_todays_default") else ""
         lines.append(
-            f"{name} is under way; its runs so far are in [docs/results.md](docs/results.md), "
-            "and this table will show it once its confirmation is complete (its protocol "
-            "says when a round has one)."
+            f"{name} is under way{todays}; its runs so far are in "
+            "[docs/results.md](docs/results.md), and this table will show it once its "
+            "confirmation is complete (its protocol says when a round has one)."
             + (
                 " Its complete problems already rule out the protocol's target: "
                 f"{'; '.join(missed)}."
@@ -686,6 +723,18 @@ def readme_block(results: str | Path | None = None) -> str:
             )
         )
     return "\n".join(lines)
+
+
+def _default_sentence(todays: bool | None) -> str:
+    """What the README says of the shown round's kd against today's default."""
+    if todays is None:
+        return ""
+    if todays:
+        return " Its kd is today's default."
+    return (
+        " Its kd is an earlier default, not today's: its runs resolved to other settings than "
+        "`KernelDiscoveryConfig()` resolves to today."
+    )
 
 
 def write_readme_table(readme: str | Path, results: str | Path | None = None) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ax_kernel_discovery.baselines.methods import method_kd_config
 from ax_kernel_discovery.study.holdout import (
     CHANCE_DRAWS,
     README_END,
@@ -45,6 +46,7 @@ def _write(
     best: float,
     kd: dict | None = None,
     round_seconds: float | None = None,
+    resolved: dict | None = None,
 ) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     record: dict = {
@@ -57,6 +59,8 @@ def _write(
         "best_so_far": [best],
         "config": {"kd_config": kd},
     }
+    if resolved is not None:  # the settings the run's surrogate resolved, as the runner writes
+        record["resolved_kd_config"] = resolved
     if round_seconds is not None:  # a run's own phase timings, as the runner writes them
         per_round = {"fit": 0.25 * round_seconds, "acquisition": 0.75 * round_seconds}
         record["timings"] = {"mean_per_bo_round": per_round, "bo_rounds": 10}
@@ -218,6 +222,47 @@ def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
         for r in closed
     )
     assert "Confirmation seeds 2000-2014 (15 per problem)" in block
+
+
+def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> None:
+    """A round's kd runs record the settings they resolved to: the README says whether the
+    round it shows, and a round under way, ran today's default (a run's seed and device,
+    and settings added after it ran, are not compared)."""
+    round_2 = HOLDOUT_ROUNDS[1]
+    today = method_kd_config("kd").model_dump(mode="json")
+    earlier = {**today, "fit_maxiter": 50}
+    for folder, seeds, resolved in (
+        ("holdout", CONFIRMATION_SEEDS, earlier),
+        ("holdout2", round_2.confirmation_seeds[:3], today),
+    ):
+        conf = tmp_path / folder / "confirmation"
+        for p in PROBLEMS:
+            for s in seeds:
+                for m in ("ax_default", "bock", "kd"):
+                    own = {**resolved, "seed": s, "device": "cuda"} if m == "kd" else None
+                    _write(conf, p, m, s, 1.0, {} if m == "kd" else None, resolved=own)
+    block = readme_block(tmp_path)
+    assert "round 1 of the hold-out study" in block
+    assert (
+        "is complete. Its kd is an earlier default, not today's: its runs resolved to other "
+        "settings than `KernelDiscoveryConfig()` resolves to today." in block
+    )
+    assert (
+        "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way, with "
+        "today's default as kd; its runs so far" in block
+    )
+    # a run that predates a setting does not record it; round 1 now ran today's settings
+    for f in (tmp_path / "holdout" / "confirmation").glob("*__kd__*.json"):
+        run = json.loads(f.read_text())
+        run["resolved_kd_config"] = {
+            k: v for k, v in today.items() if k not in ("fit_maxiter", "history_limit")
+        }
+        f.write_text(json.dumps(run))
+    assert "is complete. Its kd is today's default." in readme_block(tmp_path)
+    # a run resolved to a setting today's configuration no longer has: not today's
+    run["resolved_kd_config"]["retired_setting"] = 1
+    f.write_text(json.dumps(run))
+    assert "Its kd is an earlier default, not today's" in readme_block(tmp_path)
 
 
 def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:
