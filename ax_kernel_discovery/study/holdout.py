@@ -710,9 +710,13 @@ def readme_block(results: str | Path | None = None) -> str:
             continue
         summary = later_summaries[round_.name]
         missed = summary["target"].get("missed")
-        todays = ", with today's default as kd" if summary.get("kd_is_todays_default") else ""
+        kd = summary.get("kd_is_todays_default")
+        if kd is None:
+            with_kd = ""
+        else:
+            with_kd = ", with today's default as kd" if kd else ", with an earlier default as kd"
         lines.append(
-            f"{name} is under way{todays}; its runs so far are in "
+            f"{name} is under way{with_kd}; its runs so far are in "
             "[docs/results.md](docs/results.md), and this table will show it once its "
             "confirmation is complete (its protocol says when a round has one)."
             + (

@@ -259,6 +259,14 @@ def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> Non
         }
         f.write_text(json.dumps(run))
     assert "is complete. Its kd is today's default." in readme_block(tmp_path)
+    # round 2 under way with a default that has changed since it started
+    for f in (tmp_path / "holdout2" / "confirmation").glob("*__kd__*.json"):
+        run = json.loads(f.read_text())
+        run["resolved_kd_config"] = earlier
+        f.write_text(json.dumps(run))
+    assert "is under way, with an earlier default as kd; its runs so far" in readme_block(tmp_path)
+    f = next((tmp_path / "holdout" / "confirmation").glob("*__kd__*.json"))
+    run = json.loads(f.read_text())
     # a run resolved to a setting today's configuration no longer has: not today's
     run["resolved_kd_config"]["retired_setting"] = 1
     f.write_text(json.dumps(run))
