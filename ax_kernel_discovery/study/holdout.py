@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.baselines.methods import method_kd_config
 from ax_kernel_discovery.runner.report import format_value, load_results, timing_table
+from ax_kernel_discovery.runner.run_config import identity_of_settings
 from ax_kernel_discovery.study.protocol import (
     HOLDOUT,
     HOLDOUT_ROUNDS,
@@ -80,10 +80,6 @@ TARGET_AT_LEAST_BOCK = 3
 #: Round 4's rule (:func:`target_chance`): simulated confirmations, their seeds per
 #: problem, the seed of their generator, and the margin within which two chances tie.
 CHANCE_DRAWS, CHANCE_SEEDS, CHANCE_RNG_SEED, CHANCE_TIE = 20_000, 15, 4, 0.01
-
-#: Resolved settings that differ between runs of one configuration (the run's own seed, the
-#: device of the machine it ran on): :func:`_ran_todays_default` does not compare them.
-RUN_SPECIFIC_SETTINGS = ("seed", "device")
 
 #: Round 1 of the study.
 ROUND_1: HoldoutRound = HOLDOUT_ROUNDS[0]
@@ -392,23 +388,26 @@ def _ran_todays_default(runs: Sequence[Mapping[str, Any]]) -> bool | None:
     """Whether every kd run resolved to the settings ``KernelDiscoveryConfig()`` resolves to
     today (``None``: no kd run records its resolved settings).
 
-    The settings of :data:`RUN_SPECIFIC_SETTINGS` are not compared, nor settings a run does
-    not record (fields added to the configuration after it ran, whose defaults keep the
-    behaviour it had).
+    Settings are compared as a run's identity has them
+    (:func:`~ax_kernel_discovery.runner.run_config.identity_of_result`: without the fields
+    that change where and how fast a run computes, ``auto`` settings resolved), and without
+    the run's own seed. A setting the run does not record (a field added to the configuration
+    after it ran, whose default keeps the behaviour it had) is not compared; one that today's
+    configuration no longer has is a difference.
     """
     recorded = [
-        r["resolved_kd_config"] for r in runs if r["method"] == "kd" and r.get("resolved_kd_config")
+        identity_of_settings(r["config"], r["resolved_kd_config"])["kd_config"]
+        for r in runs
+        if r["method"] == "kd" and r.get("resolved_kd_config")
     ]
     if not recorded:
         return None
-    config = method_kd_config("kd")
-    assert config is not None  # kd is a method with a KernelDiscoveryConfig
-    today = config.model_dump(mode="json")
+    today = identity_of_settings({"method": "kd"})["kd_config"]
     return all(
         k in today and today[k] == v
         for settings in recorded
         for k, v in settings.items()
-        if k not in RUN_SPECIFIC_SETTINGS
+        if k != "seed"
     )
 
 
