@@ -67,6 +67,7 @@ def study_markdown(
         "- SVM runs on the bundled 682-row sample of the CT-slice data; Humanoid is left out "
         "(a joint q = 15 acquisition over 95,880 variables does not fit this machine);",
         f"- {_settings_line(results)}",
+        *_baseline_line(results),
         "",
         "## Best value found",
         "",
@@ -601,6 +602,29 @@ def _settings_line(results: Sequence[dict[str, Any]]) -> str:
         if versions
         else "versions: n/a."
     )
+
+
+def _baseline_line(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Which runs predate the stock baseline, as a protocol bullet (none when no run does).
+
+    A run that records no code commit (the ``code`` entry) was made before result files
+    recorded one, which came after ``ax_default`` became stock Ax: such runs computed every
+    method, ``ax_default`` included, in this package's BO step, from Sobol points alone.
+    """
+    old = [r for r in results if not r.get("code")]
+    if not old:
+        return []
+    which = (
+        "No run records a code commit: they"
+        if len(old) == len(results)
+        else f"{len(old)} of the {len(results)} runs record no code commit: those"
+    )
+    return [
+        f"- {which} predate the stock baseline (2026-11-27), so `ax_default` in them is not "
+        "stock Ax: every method, `ax_default` included, ran in this package's BO step from "
+        "Sobol points alone, without the box centre that Ax's own initial design adds. The "
+        "hold-out rounds compare with stock Ax."
+    ]
 
 
 def _transfer_markdown(summary: Mapping[str, Any]) -> list[str]:

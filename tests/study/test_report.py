@@ -428,3 +428,22 @@ def test_variants_pair_with_the_default_they_were_screened_against(tmp_path) -> 
     )
     assert summary["variant_reference"] == "kd"
     assert summary["variants"]["mll"]["problems"]["p1"]["wins"] == 1
+
+
+def test_the_protocol_says_which_runs_predate_the_stock_baseline(tmp_path) -> None:
+    protocol = StudyProtocol(problems=("p1",), methods=("ax_default", "sl"), seeds=(0,))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    runs = {m: _fake_result("p1", m, 0, 1.0) for m in protocol.methods}
+    for m, run in runs.items():
+        (folder / f"p1__{m}__seed0.json").write_text(json.dumps(run))
+    text = write_study_report(folder, tmp_path / "results.md", protocol).read_text()
+    assert "- No run records a code commit: they predate the stock baseline" in text
+    runs["ax_default"]["code"] = {"commit": "0" * 40, "dirty": False}
+    (folder / "p1__ax_default__seed0.json").write_text(json.dumps(runs["ax_default"]))
+    text = write_study_report(folder, tmp_path / "results.md", protocol).read_text()
+    assert "- 1 of the 2 runs record no code commit: those predate the stock baseline" in text
+    runs["sl"]["code"] = {"commit": "0" * 40, "dirty": False}
+    (folder / "p1__sl__seed0.json").write_text(json.dumps(runs["sl"]))
+    text = write_study_report(folder, tmp_path / "results.md", protocol).read_text()
+    assert "stock baseline" not in text
