@@ -389,7 +389,7 @@ def _ran_todays_default(runs: Sequence[Mapping[str, Any]]) -> bool | None:
     today (``None``: no kd run records its resolved settings).
 
     Settings are compared as a run's identity has them
-    (:func:`~ax_kernel_discovery.runner.run_config.identity_of_result`: without the fields
+    (:func:`~ax_kernel_discovery.runner.run_config.identity_of_settings`: without the fields
     that change where and how fast a run computes, ``auto`` settings resolved), and without
     the run's own seed. A setting the run does not record (a field added to the configuration
     after it ran, whose default keeps the behaviour it had) is not compared; one that today's
