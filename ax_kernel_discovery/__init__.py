@@ -15,48 +15,52 @@ Public API::
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
+# Importing this package changes nothing global (tests/test_import.py): no environment
+# variable is set (litellm's is set beside its import, in ``llm.client``), logging's
+# disabled state is restored even when an import fails, only kd's own classes are
+# registered with Ax's storage, and kd's logger gets a ``NullHandler`` (it is routed to
+# Ax's stream handler when a kd surrogate is built: ``log.use_ax_handler``).
+#
 # Importing Ax logs "[INFO] Ax SQL storage initialized" once SQLAlchemy is installed
 # (the [sql] extra); this package's import keeps that line (and only INFO lines logged
 # while Ax is first imported) quiet. Ax's later INFO logging is untouched.
 _disabled = logging.root.manager.disable
 if "ax" not in sys.modules:
     logging.disable(max(_disabled, logging.INFO))
-
-from ax_kernel_discovery._version import __version__ as __version__  # noqa: E402
-from ax_kernel_discovery.candidate import KernelCandidate, Rejection  # noqa: E402
-from ax_kernel_discovery.cards import KernelDiscoveryAnalysis, kernel_discovery_analyses  # noqa: E402
-from ax_kernel_discovery.config import KernelDiscoveryConfig  # noqa: E402
-from ax_kernel_discovery.library import (  # noqa: E402
-    KernelLibraryError,
-    LibraryKernel,
-    export_kernels,
-    fixed_kernel_generation_strategy,
-    load_kernels,
-    model_config_for,
-    save_kernels,
-)
-from ax_kernel_discovery.log import use_ax_handler  # noqa: E402
-from ax_kernel_discovery.population import Population, start_candidates  # noqa: E402
-from ax_kernel_discovery.selection import lbo_crps, loo_crps  # noqa: E402
-from ax_kernel_discovery.storage import register_storage  # noqa: E402
-from ax_kernel_discovery.strategy import (  # noqa: E402
-    botorch_step,
-    kernel_discovery_generation_strategy,
-    sobol_step,
-    surrogate_of,
-)
-from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate  # noqa: E402
-from ax_kernel_discovery.surrogate.round_record import RoundRecord  # noqa: E402
+try:
+    from ax_kernel_discovery._version import __version__ as __version__
+    from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+    from ax_kernel_discovery.cards import KernelDiscoveryAnalysis, kernel_discovery_analyses
+    from ax_kernel_discovery.config import KernelDiscoveryConfig
+    from ax_kernel_discovery.library import (
+        KernelLibraryError,
+        LibraryKernel,
+        export_kernels,
+        fixed_kernel_generation_strategy,
+        load_kernels,
+        model_config_for,
+        save_kernels,
+    )
+    from ax_kernel_discovery.log import PACKAGE_LOGGER
+    from ax_kernel_discovery.population import Population, start_candidates
+    from ax_kernel_discovery.selection import lbo_crps, loo_crps
+    from ax_kernel_discovery.storage import register_storage
+    from ax_kernel_discovery.strategy import (
+        botorch_step,
+        kernel_discovery_generation_strategy,
+        sobol_step,
+        surrogate_of,
+    )
+    from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
+    from ax_kernel_discovery.surrogate.round_record import RoundRecord
+finally:
+    logging.disable(_disabled)
+del _disabled
 
 register_storage()
-use_ax_handler()  # kd's log lines beside Ax's, quieted by set_ax_logger_levels
-logging.disable(_disabled)
-del _disabled
+logging.getLogger(PACKAGE_LOGGER).addHandler(logging.NullHandler())
 
 
 __all__ = [

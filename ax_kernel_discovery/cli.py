@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ax_kernel_discovery.log import use_ax_handler
+
 EXIT_USER_ERROR = 2
 EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -558,6 +560,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ax-kernel-discovery`` console script; returns the exit status."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    use_ax_handler()  # kd's log lines in Ax's format, beside Ax's
     parser = build_parser()
     err = _console(stderr=True)
     try:

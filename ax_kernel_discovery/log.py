@@ -4,7 +4,9 @@ Ax logs through the ``ax`` logger, which has its own stream handler on stderr
 (``[INFO 11-27 10:00:00] ax.api.client: ...``) and does not pass records on to Python's
 root logger. The package's loggers (``ax_kernel_discovery.*``, e.g. the round line of
 ``ax_kernel_discovery.surrogate.core``) are handled the same way by
-:func:`use_ax_handler`, called once on import of :mod:`ax_kernel_discovery`:
+:func:`use_ax_handler`, called when a :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`
+is built and by the command line (importing the package only gives its logger a
+``logging.NullHandler``, as a library should):
 
 * a record is written by Ax's own stream handler, so it has Ax's format and stream and
   obeys Ax's handler level (``set_stderr_log_level``);

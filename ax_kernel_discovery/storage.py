@@ -68,8 +68,14 @@ def surrogate_record_to_dict(surrogate: KernelDiscoverySurrogate) -> dict[str, A
 
 def generation_node_with_state_to_dict(node: GenerationNode) -> dict[str, Any]:
     """Ax's ``generation_node_to_dict``; a kernel-discovery surrogate of the node's
-    generator specs (what a reload continues from) is written in full."""
+    generator specs (what a reload continues from) is written in full. A node that holds
+    no kernel-discovery surrogate gets Ax's own encoding, unchanged."""
     out = generation_node_to_dict(node)
+    if not any(
+        isinstance((spec.generator_kwargs or {}).get("surrogate"), KernelDiscoverySurrogate)
+        for spec in node.generator_specs
+    ):
+        return out
     specs = []
     for spec in out["generator_specs"]:
         spec_dict = generator_spec_to_dict(spec)

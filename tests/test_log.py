@@ -74,12 +74,16 @@ def test_the_round_line_appears_beside_axs_info_lines_and_set_ax_logger_levels_q
 
 
 def test_every_package_logger_uses_axs_format_and_level() -> None:
-    """Loggers of modules that do not use Ax's ``get_logger`` (no ``output_name``) too."""
+    """Loggers of modules that do not use Ax's ``get_logger`` (no ``output_name``) too,
+    once a kd surrogate is built (the import alone only adds a ``NullHandler``)."""
     err = _stderr(
         """
         import logging
         import ax_kernel_discovery
         from ax.utils.common.logger import set_ax_logger_levels, set_stderr_log_level
+
+        logging.getLogger("ax_kernel_discovery.surrogate.fitting").info("before: silent")
+        ax_kernel_discovery.KernelDiscoverySurrogate()
 
         log = logging.getLogger("ax_kernel_discovery.surrogate.fitting")
         log.info("first info")
@@ -95,3 +99,4 @@ def test_every_package_logger_uses_axs_format_and_level() -> None:
     assert re.search(AX_LINE.format(level="INFO", name=name) + "first info", err), err
     assert re.search(AX_LINE.format(level="WARNING", name=name) + "a warning", err), err
     assert "second info" not in err and "quiet" not in err and "Logging error" not in err
+    assert "before: silent" not in err

@@ -51,6 +51,7 @@ from torch import Tensor
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library_format import library_start_candidates
+from ax_kernel_discovery.log import use_ax_handler
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
@@ -144,6 +145,7 @@ class KernelDiscoverySurrogate(Surrogate):
         start_rule: StartRule | None = None,
         **kwargs: Any,
     ) -> None:
+        use_ax_handler()  # kd's round lines beside Ax's, quieted by set_ax_logger_levels
         if state:
             check_state_format(state)
         config = saved_config(config, state)
