@@ -16,29 +16,51 @@ Ackley        any   [-32.768, 32.768]^d         0 at 0
 Levy          any   [-10, 10]^d                 0 at (1, ..., 1)
 ============  ====  ==========================  ===================================
 
-Definitions as in Surjanovic & Bingham's Virtual Library of Simulation Experiments
-(sfu.ca/~ssurjano) and ``botorch.test_functions.synthetic``.
+The functions are BoTorch's (``botorch.test_functions.synthetic``: ``Branin``,
+``Hartmann(dim=6)``, ``Ackley``, ``Levy``), evaluated in float64; their domains are
+BoTorch's ``bounds``. Definitions as in Surjanovic & Bingham's Virtual Library of
+Simulation Experiments (sfu.ca/~ssurjano).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import torch
+from botorch.test_functions.synthetic import Ackley as BoTorchAckley
+from botorch.test_functions.synthetic import Branin as BoTorchBranin
+from botorch.test_functions.synthetic import Hartmann as BoTorchHartmann
+from botorch.test_functions.synthetic import Levy as BoTorchLevy
+from botorch.test_functions.synthetic import SyntheticTestFunction
 
 from ax_kernel_discovery.benchmarks.base import BenchmarkProblem
 
 __all__ = ["Ackley", "Branin", "EmbeddedSynthetic", "Hartmann6", "Levy"]
 
 
+def _float64(cls: type[SyntheticTestFunction], **kwargs: Any) -> SyntheticTestFunction:
+    """BoTorch's ``cls(**kwargs)`` with float64 constants: BoTorch builds some of them
+    (Hartmann's ``A``, ``P``, ``ALPHA``) with ``torch.tensor(list)``, in the default dtype,
+    and float32 would round them (Hartmann's values by up to 4e-8)."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return cls(**kwargs)
+    finally:
+        torch.set_default_dtype(default)
+
+
 class EmbeddedSynthetic(BenchmarkProblem):
     """A ``d``-dimensional test function embedded in ``[0, 1]^D`` (minimise).
 
-    Subclasses set :attr:`fn_lower`, :attr:`fn_upper` (function domain),
-    :attr:`fn_minimizer` (one minimiser in the function domain) and implement
-    :meth:`function` on ``(n, d)`` arrays in the function domain.
+    Subclasses pass BoTorch's ``test_function`` (whose ``bounds`` are the function
+    domain :attr:`fn_lower`, :attr:`fn_upper`) and set :attr:`fn_minimizer` (one
+    minimiser in the function domain).
 
     Args:
+        test_function: BoTorch's test function (``d`` inputs, not negated, no noise).
         dim: Ambient dimension ``D`` (at least ``d``).
         effective_dim: ``d``.
         seed: Seed choosing the active coordinates.
@@ -55,6 +77,7 @@ class EmbeddedSynthetic(BenchmarkProblem):
     def __init__(
         self,
         *,
+        test_function: SyntheticTestFunction,
         dim: int,
         effective_dim: int,
         seed: int,
@@ -65,6 +88,11 @@ class EmbeddedSynthetic(BenchmarkProblem):
     ) -> None:
         if not 1 <= effective_dim <= dim:
             raise ValueError(f"{name}: need 1 <= effective_dim ({effective_dim}) <= dim ({dim})")
+        if test_function.dim != effective_dim or test_function.negate:
+            raise ValueError(f"{name}: need BoTorch's {effective_dim}-D function, not negated")
+        self.test_function = test_function
+        bounds = test_function.bounds.to(torch.float64).numpy()
+        self.fn_lower, self.fn_upper = bounds[0].copy(), bounds[1].copy()
         self.effective_dim = int(effective_dim)
         self.seed = int(seed)
         self.active_dims = np.random.default_rng(seed).choice(dim, effective_dim, replace=False)
@@ -83,8 +111,10 @@ class EmbeddedSynthetic(BenchmarkProblem):
         )
 
     def function(self, Z: np.ndarray) -> np.ndarray:
-        """The test function on ``(n, d)`` points of its own domain."""
-        raise NotImplementedError
+        """The test function on ``(n, d)`` points of its own domain (BoTorch's, float64)."""
+        with torch.no_grad():
+            Z_t = torch.as_tensor(np.asarray(Z, dtype=np.float64))
+            return self.test_function.evaluate_true(Z_t).numpy()
 
     def to_function_domain(self, X: np.ndarray) -> np.ndarray:
         """Map ``(n, D)`` unit-cube points to ``(n, d)`` function-domain points."""
@@ -105,7 +135,7 @@ class EmbeddedSynthetic(BenchmarkProblem):
 
 
 class Branin(EmbeddedSynthetic):
-    """Branin (d=2) embedded in ``D`` dims.
+    """Branin (d=2) embedded in ``D`` dims (BoTorch's ``Branin``).
 
     .. math::
         f(z) = (z_2 - \\tfrac{5.1}{4\\pi^2} z_1^2 + \\tfrac{5}{\\pi} z_1 - 6)^2
@@ -117,13 +147,12 @@ class Branin(EmbeddedSynthetic):
         n_workers: Default worker processes.
     """
 
-    fn_lower = np.array([-5.0, 0.0])
-    fn_upper = np.array([10.0, 15.0])
     fn_minimizer = np.array([math.pi, 2.275])
     OPTIMUM = 0.397887357729738
 
     def __init__(self, dim: int = 100, seed: int = 0, n_workers: int = 1) -> None:
         super().__init__(
+            test_function=_float64(BoTorchBranin),
             dim=dim,
             effective_dim=2,
             seed=seed,
@@ -133,19 +162,15 @@ class Branin(EmbeddedSynthetic):
             n_workers=n_workers,
         )
 
-    def function(self, Z: np.ndarray) -> np.ndarray:
-        z1, z2 = Z[:, 0], Z[:, 1]
-        b = 5.1 / (4.0 * math.pi**2)
-        c = 5.0 / math.pi
-        t = 1.0 / (8.0 * math.pi)
-        return (z2 - b * z1**2 + c * z1 - 6.0) ** 2 + 10.0 * (1.0 - t) * np.cos(z1) + 10.0
-
 
 class Hartmann6(EmbeddedSynthetic):
-    """Hartmann-6 embedded in ``D`` dims.
+    """Hartmann-6 embedded in ``D`` dims (BoTorch's ``Hartmann(dim=6)``).
 
     .. math::
         f(z) = -\\sum_{i=1}^4 \\alpha_i \\exp\\Big(-\\sum_{j=1}^6 A_{ij} (z_j - P_{ij})^2\\Big)
+
+    The minimiser and minimum are given to more digits than BoTorch's
+    ``_optimizers`` / ``optimal_value`` (0.20169, ...; -3.32237).
 
     Args:
         dim: Ambient dimension.
@@ -153,33 +178,14 @@ class Hartmann6(EmbeddedSynthetic):
         n_workers: Default worker processes.
     """
 
-    fn_lower = np.zeros(6)
-    fn_upper = np.ones(6)
     fn_minimizer = np.array(
         [0.20168951, 0.15001069, 0.47687397, 0.27533243, 0.31165162, 0.65730053]
     )
     OPTIMUM = -3.32236801141551
-    ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-    A = np.array(
-        [
-            [10.0, 3.0, 17.0, 3.5, 1.7, 8.0],
-            [0.05, 10.0, 17.0, 0.1, 8.0, 14.0],
-            [3.0, 3.5, 1.7, 10.0, 17.0, 8.0],
-            [17.0, 8.0, 0.05, 10.0, 0.1, 14.0],
-        ]
-    )
-    P = 1e-4 * np.array(
-        [
-            [1312, 1696, 5569, 124, 8283, 5886],
-            [2329, 4135, 8307, 3736, 1004, 9991],
-            [2348, 1451, 3522, 2883, 3047, 6650],
-            [4047, 8828, 8732, 5743, 1091, 381],
-        ],
-        dtype=float,
-    )
 
     def __init__(self, dim: int = 100, seed: int = 0, n_workers: int = 1) -> None:
         super().__init__(
+            test_function=_float64(BoTorchHartmann, dim=6),
             dim=dim,
             effective_dim=6,
             seed=seed,
@@ -189,13 +195,9 @@ class Hartmann6(EmbeddedSynthetic):
             n_workers=n_workers,
         )
 
-    def function(self, Z: np.ndarray) -> np.ndarray:
-        inner = np.sum(self.A[None] * (Z[:, None, :] - self.P[None]) ** 2, axis=2)
-        return -np.sum(self.ALPHA[None] * np.exp(-inner), axis=1)
-
 
 class Ackley(EmbeddedSynthetic):
-    """Ackley-``d`` embedded in ``D`` dims.
+    """Ackley-``d`` embedded in ``D`` dims (BoTorch's ``Ackley(dim=d)``).
 
     .. math::
         f(z) = -20 \\exp\\Big(-0.2 \\sqrt{\\tfrac{1}{d} \\textstyle\\sum z_i^2}\\Big)
@@ -211,11 +213,10 @@ class Ackley(EmbeddedSynthetic):
     def __init__(
         self, dim: int = 100, effective_dim: int = 10, seed: int = 0, n_workers: int = 1
     ) -> None:
-        self.fn_lower = np.full(effective_dim, -32.768)
-        self.fn_upper = np.full(effective_dim, 32.768)
         self.fn_minimizer = np.zeros(effective_dim)
         name = f"ackley{dim}" if effective_dim == 10 else f"ackley{effective_dim}_{dim}"
         super().__init__(
+            test_function=_float64(BoTorchAckley, dim=effective_dim),
             dim=dim,
             effective_dim=effective_dim,
             seed=seed,
@@ -225,15 +226,10 @@ class Ackley(EmbeddedSynthetic):
             n_workers=n_workers,
         )
 
-    def function(self, Z: np.ndarray) -> np.ndarray:
-        a, b, c = 20.0, 0.2, 2.0 * math.pi
-        part1 = -a * np.exp(-b * np.sqrt(np.mean(Z**2, axis=1)))
-        part2 = -np.exp(np.mean(np.cos(c * Z), axis=1))
-        return part1 + part2 + a + math.e
-
 
 class Levy(EmbeddedSynthetic):
-    """Levy-``d`` embedded in ``D`` dims, with ``w_i = 1 + (z_i - 1) / 4``.
+    """Levy-``d`` embedded in ``D`` dims (BoTorch's ``Levy(dim=d)``), with
+    ``w_i = 1 + (z_i - 1) / 4``.
 
     .. math::
         f(z) = \\sin^2(\\pi w_1) + \\sum_{i=1}^{d-1} (w_i - 1)^2 [1 + 10 \\sin^2(\\pi w_i + 1)]
@@ -249,11 +245,10 @@ class Levy(EmbeddedSynthetic):
     def __init__(
         self, dim: int = 100, effective_dim: int = 10, seed: int = 0, n_workers: int = 1
     ) -> None:
-        self.fn_lower = np.full(effective_dim, -10.0)
-        self.fn_upper = np.full(effective_dim, 10.0)
         self.fn_minimizer = np.ones(effective_dim)
         name = f"levy{dim}" if effective_dim == 10 else f"levy{effective_dim}_{dim}"
         super().__init__(
+            test_function=_float64(BoTorchLevy, dim=effective_dim),
             dim=dim,
             effective_dim=effective_dim,
             seed=seed,
@@ -262,12 +257,3 @@ class Levy(EmbeddedSynthetic):
             description=f"Levy-{effective_dim} ([-10, 10]^{effective_dim})",
             n_workers=n_workers,
         )
-
-    def function(self, Z: np.ndarray) -> np.ndarray:
-        w = 1.0 + (Z - 1.0) / 4.0
-        head = np.sin(math.pi * w[:, 0]) ** 2
-        mid = np.sum(
-            (w[:, :-1] - 1.0) ** 2 * (1.0 + 10.0 * np.sin(math.pi * w[:, :-1] + 1.0) ** 2), axis=1
-        )
-        tail = (w[:, -1] - 1.0) ** 2 * (1.0 + np.sin(2.0 * math.pi * w[:, -1]) ** 2)
-        return head + mid + tail

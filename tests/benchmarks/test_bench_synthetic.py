@@ -65,3 +65,42 @@ def test_batch_matches_single_points() -> None:
     problem = Levy()
     X = np.random.default_rng(3).uniform(size=(5, 100))
     np.testing.assert_allclose(problem.evaluate(X), [problem.evaluate_one(x) for x in X])
+
+
+@pytest.mark.parametrize(
+    ("problem", "botorch_name"),
+    [(Branin(), "Branin"), (Hartmann6(), "Hartmann"), (Ackley(), "Ackley"), (Levy(), "Levy")],
+)
+def test_the_functions_are_botorchs_with_its_bounds_and_optima(problem, botorch_name) -> None:
+    """Issue 53 item 3: BoTorch's test functions, same names, bounds and optima."""
+    import torch
+    from botorch.test_functions import synthetic
+
+    fn = problem.test_function
+    assert type(fn) is getattr(synthetic, botorch_name) and not fn.negate
+    bounds = fn.bounds.numpy()
+    np.testing.assert_array_equal(problem.fn_lower, bounds[0])
+    np.testing.assert_array_equal(problem.fn_upper, bounds[1])
+    assert problem.optimum == pytest.approx(fn.optimal_value, abs=1e-5)
+    # BoTorch's own minimisers reach the optimum, through the embedding too
+    for z in fn._optimizers:
+        x = np.full(problem.dim, 0.5)
+        x[problem.active_dims] = (np.array(z) - problem.fn_lower) / (
+            problem.fn_upper - problem.fn_lower
+        )
+        assert problem.evaluate_one(x) == pytest.approx(fn.optimal_value, abs=1e-5)
+    # float64 constants: BoTorch's tensor in float64 gives the same values to round-off
+    Z = problem.to_function_domain(np.random.default_rng(3).uniform(size=(16, problem.dim)))
+    ref = fn.evaluate_true(torch.as_tensor(Z, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(problem.function(Z), ref, rtol=1e-7, atol=1e-9)
+    assert torch.get_default_dtype() == torch.float32  # the float64 build left it as it was
+
+
+def test_hartmann6_constants_are_exact_in_float64() -> None:
+    """BoTorch builds Hartmann's constants in the default dtype; built in float32 they
+    would move its values by up to 4e-8. At the minimiser to 8 digits, the value is the
+    minimum to 1e-12 only with float64 constants."""
+    h = Hartmann6()
+    assert h.test_function.A.dtype.is_floating_point
+    assert float(h.test_function.A[1, 0]) == 0.05  # exact double, not float32's 0.0500000007
+    assert h.function(h.fn_minimizer[None])[0] == pytest.approx(-3.32236801141551, abs=1e-8)
