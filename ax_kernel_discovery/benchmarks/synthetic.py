@@ -91,7 +91,8 @@ class EmbeddedSynthetic(BenchmarkProblem):
         if test_function.dim != effective_dim or test_function.negate:
             raise ValueError(f"{name}: need BoTorch's {effective_dim}-D function, not negated")
         self.test_function = test_function
-        bounds = test_function.bounds.to(torch.float64).numpy()
+        box: torch.Tensor = test_function.bounds  # type: ignore[assignment]  # a buffer
+        bounds = box.to(torch.float64).numpy()
         self.fn_lower, self.fn_upper = bounds[0].copy(), bounds[1].copy()
         self.effective_dim = int(effective_dim)
         self.seed = int(seed)
