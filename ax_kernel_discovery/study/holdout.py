@@ -21,11 +21,11 @@ and ``bock`` then run once on the round's confirmation seeds into ``confirmation
   before that, whether the problems already complete rule it out).
 
 :func:`holdout_markdown` writes a round for docs/results.md; :func:`readme_block` is the
-README's result table, generated between markers (:data:`README_START`) so that it cannot
+README's result block, generated between markers (:data:`README_START`) so that it cannot
 go stale (``python -m ax_kernel_discovery.study.holdout README.md`` rewrites it; a test
-compares). It shows the latest round whose confirmation is complete
-(:func:`readme_round`), a rule fixed before round 2's confirmation was complete, so that
-no one chooses which round the README shows after seeing the rounds' results.
+compares). It shows every confirmation round (:func:`all_confirmations`), pooled per kd
+configuration and listed per round, with raw and Holm-adjusted p: never only the latest
+or the best round.
 """
 
 from __future__ import annotations
@@ -47,17 +47,18 @@ from ax_kernel_discovery.study.protocol import (
     TUNING_SEEDS,
     HoldoutRound,
 )
-from ax_kernel_discovery.study.statistics import format_p, paired_comparison, sign_test
+from ax_kernel_discovery.study.statistics import format_p, holm, paired_comparison, sign_test
 
 __all__ = [
+    "BASELINES",
     "CHANCE_DRAWS",
     "README_END",
     "README_START",
     "ROUND_1",
+    "all_confirmations",
     "holdout_markdown",
     "holdout_summary",
     "readme_block",
-    "readme_round",
     "readme_table",
     "target_chance",
     "write_readme_table",
@@ -557,7 +558,13 @@ def holdout_markdown(
         "### Confirmation seeds",
         "",
     ]
-    if not any(any(row["made"].values()) for row in conf["problems"].values()):
+    if round_.closed:
+        # the round's text links from the repository's root; docs/results.md is one down
+        parts += [
+            f"No confirmation runs: {round_.closed.replace('](benchmarks/', '](../benchmarks/')}",
+            "",
+        ]
+    elif not any(any(row["made"].values()) for row in conf["problems"].values()):
         parts += [
             "No confirmation run yet: they run once the rule has chosen, from the commit that "
             "records the choice (`DECISION.md` beside the protocol).",
@@ -657,75 +664,258 @@ def holdout_markdown(
     return parts
 
 
-def readme_round(results: str | Path | None = None) -> HoldoutRound:
-    """The round the README shows: the latest whose confirmation is complete (every run
-    made, a failed run included), round 1 until another is complete.
+#: The baselines of the confirmations, with the README's names.
+BASELINES: tuple[tuple[str, str], ...] = (("ax_default", "Ax's default"), ("bock", "BOCK"))
+
+
+def _bests_by_method(root: Path, round_: HoldoutRound) -> dict[str, dict[str, dict[int, float]]]:
+    """problem -> method -> seed -> best value, of a round's confirmation runs."""
+    runs = [r for r in _load(root / "confirmation") if int(r["seed"]) in round_.confirmation_seeds]
+    return {p: {m: _bests(runs, p, m) for m in HOLDOUT.methods} for p in HOLDOUT.problems}
+
+
+def all_confirmations(results: str | Path | None = None) -> dict[str, Any]:
+    """Every confirmation of the hold-out study, per round and pooled per kd configuration
+    (the variant each round's rule chose), kd against each baseline, with Holm-adjusted
+    sign-test p-values.
+
+    Two families are adjusted (Holm, valid under any dependence): the per-round tests
+    (problems x rounds x baselines) and the pooled tests (problems x configurations x
+    baselines). Only rounds whose confirmation is complete are pooled; a round under way
+    is listed with the runs it has.
 
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
+
+    Returns:
+        ``rounds``: one entry per round with confirmation runs (``name``, ``variant``,
+        ``seeds``, ``complete``, ``target_met``, ``kd_is_todays_default``, ``problems``:
+        problem -> baseline -> comparison with ``p_holm``, and ``round_seconds``);
+        ``pooled``: variant -> rounds, seeds, problems as above; ``closed``: rounds that
+        ended without a confirmation; ``tests_per_round`` / ``tests_pooled``: the sizes of
+        the two Holm families.
     """
-    return _shown_round(results)[0]
+    results = Path(results if results is not None else RESULTS)
+    rounds: list[dict[str, Any]] = []
+    closed: list[HoldoutRound] = []
+    bests: dict[str, dict[str, dict[str, dict[int, float]]]] = {}
+    minimize: dict[str, bool] = {}  # each problem's direction, as its runs record it
+    for round_ in HOLDOUT_ROUNDS:
+        if round_.closed:
+            closed.append(round_)
+            continue
+        root = round_.under(results)
+        summary = confirmation_summary(root, round_)
+        if not any(any(row["made"].values()) for row in summary["problems"].values()):
+            continue
+        bests[round_.name] = _bests_by_method(root, round_)
+        for p, row in summary["problems"].items():
+            if "direction" in row:
+                minimize[p] = row["direction"] == "minimize"
+        rounds.append(
+            {
+                "name": round_.name,
+                "out": round_.out,
+                "variant": tuning_summary(root, round_)["chosen"] or "kd",
+                "seeds": list(round_.confirmation_seeds),
+                "complete": bool(summary["target"].get("complete")),
+                "target_met": summary["target"].get("met"),
+                "kd_is_todays_default": summary.get("kd_is_todays_default"),
+                "problems": {
+                    p: {b: row.get(f"vs_{b}") for b, _ in BASELINES}
+                    for p, row in summary["problems"].items()
+                },
+                "round_seconds": {
+                    p: row.get("round_seconds", {}) for p, row in summary["problems"].items()
+                },
+            }
+        )
+    pooled: dict[str, dict[str, Any]] = {}
+    for r in rounds:
+        if r["complete"]:
+            entry = pooled.setdefault(r["variant"], {"rounds": [], "seeds": 0, "bests": {}})
+            entry["rounds"].append(r["name"])
+            entry["seeds"] += len(r["seeds"])
+            entry["kd_is_todays_default"] = r["kd_is_todays_default"]
+            for p, by_method in bests[r["name"]].items():
+                for m, values in by_method.items():
+                    entry["bests"].setdefault(p, {}).setdefault(m, {}).update(values)
+    for entry in pooled.values():
+        entry["problems"] = {}
+        for p, by_method in entry.pop("bests").items():
+            kd = by_method.get("kd", {})
+            entry["problems"][p] = {
+                b: paired_comparison(kd, by_method.get(b, {}), minimize[p]) if kd else None
+                for b, _ in BASELINES
+            }
+    _holm(r["problems"] for r in rounds)
+    _holm(e["problems"] for e in pooled.values())
+    return {
+        "rounds": rounds,
+        "pooled": pooled,
+        "closed": [{"name": r.name, "out": r.out, "why": r.closed} for r in closed],
+        "tests_per_round": _tests(r["problems"] for r in rounds),
+        "tests_pooled": _tests(e["problems"] for e in pooled.values()),
+    }
 
 
-def _shown_round(
-    results: str | Path | None,
-) -> tuple[HoldoutRound, dict[str, Any], dict[str, dict[str, Any]]]:
-    """:func:`readme_round`'s round with its confirmation summary, and the summaries of the
-    later rounds read on the way, by round name (each read once)."""
-    results = results if results is not None else RESULTS
-    later: dict[str, dict[str, Any]] = {}
-    for round_ in reversed(HOLDOUT_ROUNDS[1:]):
-        summary = confirmation_summary(round_.under(results), round_)
-        if summary["target"].get("complete"):
-            return round_, summary, later
-        later[round_.name] = summary
-    return ROUND_1, confirmation_summary(ROUND_1.under(results), ROUND_1), later
+def _comparisons(families: Any) -> list[dict[str, Any]]:
+    return [
+        c
+        for problems in families
+        for by_base in problems.values()
+        for c in by_base.values()
+        if c and c.get("n")
+    ]
+
+
+def _holm(families: Any) -> None:
+    """Adds ``p_holm`` to every comparison of the family (Holm over its sign tests)."""
+    comparisons = _comparisons(families)
+    for c, adjusted in zip(comparisons, holm([c.get("p_sign") for c in comparisons]), strict=True):
+        c["p_holm"] = adjusted
+
+
+def _tests(families: Any) -> int:
+    return sum(1 for c in _comparisons(families) if c.get("p_sign") is not None)
+
+
+def _p_pair(c: Mapping[str, Any]) -> str:
+    return f"{format_p(c.get('p_sign'))} / {format_p(c.get('p_holm'))}"
+
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    return f"{seeds[0]}-{seeds[-1]}"
 
 
 def readme_block(results: str | Path | None = None) -> str:
-    """What the README shows between its markers: :func:`readme_table` of
-    :func:`readme_round`'s round, the round and its protocol named, and the later rounds
-    still under way; each round's kd said to be today's default or an earlier one (where its
-    runs record the settings they resolved to).
+    """What the README shows between its markers: every confirmation round of the hold-out
+    study, pooled per kd configuration (one table) and listed per round, with raw and
+    Holm-adjusted sign p, where kd is ahead and where it is not, and a round's cost.
 
     Args:
         results: The folder of the rounds' folders (default :data:`RESULTS`).
     """
-    shown, confirmation, later_summaries = _shown_round(results)
-    seeds = list(shown.confirmation_seeds)
-    table = readme_table({"confirmation_seeds": seeds, "confirmation": confirmation})
+    every = all_confirmations(results)
+    rounds, pooled = every["rounds"], every["pooled"]
     lines = [
-        table,
-        "",
-        f"This is {shown.name} of the hold-out study ([protocol]({shown.out}/PROTOCOL.md), "
-        "committed before its runs): the README shows the latest round whose confirmation "
-        "is complete." + _default_sentence(confirmation.get("kd_is_todays_default")),
+        "| problem | kd (confirmations, seeds) | vs Ax's default: W/T/L | Δ [95% t] "
+        "| sign p / Holm | vs BOCK: W/T/L | Δ [95% t] | sign p / Holm |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    later = HOLDOUT_ROUNDS[HOLDOUT_ROUNDS.index(shown) + 1 :]
-    for round_ in later:
-        name = f"{round_.name.capitalize()} ([protocol]({round_.out}/PROTOCOL.md))"
-        if round_.closed:
-            lines.append(f"{name} ended without a confirmation: {round_.closed}")
-            continue
-        summary = later_summaries[round_.name]
-        missed = summary["target"].get("missed")
-        kd = summary.get("kd_is_todays_default")
-        if kd is None:
-            with_kd = ""
-        else:
-            with_kd = ", with today's default as kd" if kd else ", with an earlier default as kd"
+    for p in HOLDOUT.problems:
+        for variant, entry in pooled.items():
+            today = " (today's default)" if entry.get("kd_is_todays_default") else ""
+            label = f"`{variant}`{today}, {', '.join(entry['rounds'])} ({entry['seeds']})"
+            cells = []
+            for b, _ in BASELINES:
+                c = entry["problems"].get(p, {}).get(b)
+                if not c or not c.get("n"):
+                    cells.append("– | – | –")
+                    continue
+                ci = c.get("ci")
+                interval = f" [{format_value(ci[0])}, {format_value(ci[1])}]" if ci else ""
+                cells.append(
+                    f"{c['wins']}/{c['ties']}/{c['losses']} | "
+                    f"{format_value(c['mean_diff'])}{interval} | {_p_pair(c)}"
+                )
+            lines.append(f"| {p} | {label} | {' | '.join(cells)} |")
+    lines.append("")
+    lines.append(
+        "Best value at 170 evaluations (20 initial points, then batches of 15), paired by "
+        "seed, pooled over the confirmation rounds that ran one kd configuration (the "
+        "variant its round's rule chose); Δ is the mean paired difference, positive where kd "
+        "is better; sign p is the exact two-sided sign test, Holm its adjustment over the "
+        f"{every['tests_pooled']} pooled tests (problems x configurations x baselines)."
+    )
+    lines.append("")
+    lines.append(
+        f"Per round, kd W/T/L and sign p (raw / Holm over the {every['tests_per_round']} "
+        "per-round tests: problems x rounds x baselines):"
+    )
+    lines.append("")
+    for r in rounds:
+        status = "" if r["complete"] else " (under way: not pooled)"
+        parts = []
+        for b, label in BASELINES:
+            cells = [
+                f"{p} {c['wins']}/{c['ties']}/{c['losses']} ({_p_pair(c)})"
+                for p, by_base in r["problems"].items()
+                if (c := by_base.get(b)) and c.get("n")
+            ]
+            if cells:
+                parts.append(f"vs {label}: {', '.join(cells)}")
+        today = " (today's default)" if r["kd_is_todays_default"] else ""
         lines.append(
-            f"{name} is under way{with_kd}; its runs so far are in "
-            "[docs/results.md](docs/results.md), and this table will show it once its "
-            "confirmation is complete (its protocol says when a round has one)."
-            + (
-                " Its complete problems already rule out the protocol's target: "
-                f"{'; '.join(missed)}."
-                if missed
-                else ""
-            )
+            f"- {r['name'].capitalize()} ([protocol]({r['out']}/PROTOCOL.md); `{r['variant']}`"
+            f"{today}, seeds {_seed_range(r['seeds'])}){status}: {'; '.join(parts)}."
         )
+    for c in every["closed"]:
+        lines.append(
+            f"- {c['name'].capitalize()} ([protocol]({c['out']}/PROTOCOL.md)) ended without a "
+            f"confirmation: {c['why']}"
+        )
+    lines.append("")
+    complete = [r for r in rounds if r["complete"]]
+    met = [r["name"] for r in complete if r["target_met"]]
+    lines.append(
+        f"{len(complete)} confirmation round{' is' if len(complete) == 1 else 's are'} complete"
+        + (f" and {len(rounds) - len(complete)} under way" if len(rounds) > len(complete) else "")
+        + "; the protocols' target was met in "
+        + (", ".join(met) if met else "none of them")
+        + "."
+    )
+    lines.extend(_pooled_verdicts(pooled))
+    lines.append(_cost_sentence(rounds))
     return "\n".join(lines)
+
+
+def _pooled_verdicts(pooled: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Where kd is ahead (Holm-adjusted sign p <= :data:`TARGET_SIGN_P`) and where it is
+    not, per configuration and baseline, pooled."""
+    lines = []
+    for variant, entry in pooled.items():
+        for b, label in BASELINES:
+            ahead, behind, unproven = [], [], []
+            for p, by_base in entry["problems"].items():
+                c = by_base.get(b)
+                if not c or not c.get("n"):
+                    continue
+                tally = f"{p} ({c['wins']}/{c['ties']}/{c['losses']})"
+                if c["mean_diff"] < 0:
+                    behind.append(tally)
+                elif c.get("p_holm") is not None and c["p_holm"] <= TARGET_SIGN_P:
+                    ahead.append(tally)
+                else:
+                    unproven.append(tally)
+            said = [f"ahead on {', '.join(ahead)}"] if ahead else ["ahead nowhere"]
+            if behind:
+                said.append(f"behind on the mean on {', '.join(behind)}")
+            if unproven:
+                said.append(f"not shown either way on {', '.join(unproven)}")
+            lines.append(
+                f"`{variant}` against {label} (ahead: Holm-adjusted sign p <= {TARGET_SIGN_P}): "
+                f"{'; '.join(said)}."
+            )
+    return lines
+
+
+def _cost_sentence(rounds: Sequence[Mapping[str, Any]]) -> str:
+    """kd's seconds per BO round over Ax's default's, per configuration, from the
+    confirmation runs' own timings."""
+    ratios: dict[str, list[float]] = {}
+    for r in rounds:
+        for seconds in r["round_seconds"].values():
+            kd, ax = seconds.get("kd"), seconds.get("ax_default")
+            if kd is not None and ax:
+                ratios.setdefault(r["variant"], []).append(kd / ax)
+    if not ratios:
+        return "No confirmation run records its round times."
+    said = ", ".join(f"`{v}` {min(x):.1f}-{max(x):.1f}x" for v, x in ratios.items())
+    return (
+        "A kd BO round cost this many times a stock Ax round, per problem, in the "
+        f"confirmation runs' own timings: {said} (a rough figure: runs shared two cores)."
+    )
 
 
 def _default_sentence(todays: bool | None) -> str:

@@ -607,11 +607,13 @@ def _settings_line(results: Sequence[dict[str, Any]]) -> str:
 def _baseline_line(results: Sequence[dict[str, Any]]) -> list[str]:
     """Which runs predate the stock baseline, as a protocol bullet (none when no run does).
 
-    A run that records no code commit (the ``code`` entry) was made before result files
-    recorded one, which came after ``ax_default`` became stock Ax: such runs computed every
-    method, ``ax_default`` included, in this package's BO step, from Sobol points alone.
+    A run whose result file has no ``code`` entry was made before result files recorded
+    one, which came after ``ax_default`` became stock Ax: such runs computed every method,
+    ``ax_default`` included, in this package's BO step, from Sobol points alone. A run whose
+    ``code`` is ``None`` recorded it and ran from an installed package (no git checkout): it
+    does not predate the stock baseline.
     """
-    old = [r for r in results if not r.get("code")]
+    old = [r for r in results if "code" not in r]
     if not old:
         return []
     which = (

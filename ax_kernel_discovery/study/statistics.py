@@ -115,6 +115,26 @@ def sign_test(wins: int, losses: int) -> float:
     return float(binomtest(wins, wins + losses, 0.5).pvalue)
 
 
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (valid under any dependence).
+
+    The :math:`k`-th smallest of the :math:`m` p-values becomes
+    :math:`\\max_{j \\le k} \\min(1, (m - j + 1)\\, p_{(j)})`; ``None`` (no test) stays
+    ``None`` and does not count in :math:`m`.
+
+    Example:
+        >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03, 0.2])]
+        [0.04, 0.09, 0.09, 0.2]
+    """
+    tested = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        out[i] = running
+    return out
+
+
 def permutation_test(diff: Sequence[float] | np.ndarray) -> float:
     """Exact two-sided sign-flip permutation test of the mean paired difference.
 
@@ -189,6 +209,7 @@ __all__ = [
     "TIE_TOLERANCE",
     "bootstrap_coverage",
     "format_p",
+    "holm",
     "paired_comparison",
     "paired_t_interval",
     "permutation_test",

@@ -15,10 +15,10 @@ from ax_kernel_discovery.study.holdout import (
     README_END,
     README_START,
     ROUND_1,
+    all_confirmations,
     holdout_markdown,
     holdout_summary,
     readme_block,
-    readme_round,
     readme_table,
     target_chance,
     write_readme_table,
@@ -170,21 +170,22 @@ def test_the_confirmation_table_and_the_target(tmp_path: Path) -> None:
     readme.write_text(f"intro\n{README_START}\nold\n{README_END}\nrest\n")
     assert write_readme_table(readme, tmp_path)
     text = readme.read_text()
-    assert "\nold\n" not in text and table in text and text.endswith(f"{README_END}\nrest\n")
-    assert "This is round 1 of the hold-out study ([protocol](benchmarks/results/holdout/" in text
-    assert "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way" in text
+    block = readme_block(tmp_path)
+    assert "\nold\n" not in text and block in text and text.endswith(f"{README_END}\nrest\n")
+    assert "- Round 1 ([protocol](benchmarks/results/holdout/PROTOCOL.md);" in text
+    assert "- Round 2 (" not in text  # no confirmation run of round 2 yet
+    assert "the protocols' target was met in round 1." in text
     assert not write_readme_table(readme, tmp_path)  # unchanged the second time
 
 
-def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
-    tmp_path: Path,
-) -> None:
-    """Round 1 until round 2's confirmation is complete (a failed run counts as made),
-    then round 2, whichever looks better: the rule is fixed before round 2's results."""
+def test_the_readme_shows_every_confirmation_round_pooled_with_holm(tmp_path: Path) -> None:
+    """Issue 50 item 1: every confirmation round is shown, pooled per kd configuration and
+    listed per round, with raw and Holm-adjusted sign p; a round under way is listed and not
+    pooled; never only the latest or the best round."""
     round_2 = HOLDOUT_ROUNDS[1]
     for folder, seeds, gap in (
-        ("holdout", CONFIRMATION_SEEDS, 0.1),  # round 1: kd ahead
-        ("holdout2", round_2.confirmation_seeds, -0.1),  # round 2: kd behind
+        ("holdout", CONFIRMATION_SEEDS, 0.1),  # round 1: kd ahead on every seed
+        ("holdout2", round_2.confirmation_seeds, -0.1),  # round 2: kd behind on every seed
     ):
         conf = tmp_path / folder / "confirmation"
         for p in PROBLEMS:
@@ -193,40 +194,51 @@ def test_the_readme_shows_the_latest_round_whose_confirmation_is_complete(
                 _write(conf, p, "bock", s, 2.0 + 0.01 * i)
                 _write(conf, p, "kd", s, _better(p, 2.0 + 0.01 * i, gap), {})
     last = tmp_path / "holdout2" / "confirmation" / f"svm__kd__seed{round_2.confirmation_seeds[-1]}"
-    Path(f"{last}.json").unlink()  # round 2 one run short
-    assert readme_round(tmp_path) == ROUND_1
-    assert "| rover100 | 15/0/0 |" in readme_block(tmp_path)
-    # round 2 is under way, and its complete problems already rule its target out
-    behind = ", ".join(p for p in PROBLEMS if p != "svm")
-    assert (
-        "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way; its runs "
-        "so far are in [docs/results.md](docs/results.md), and this table will show it once "
-        "its confirmation is complete (its protocol says when a round has one). Its complete "
-        f"problems already rule out the protocol's target: kd's mean is behind Ax's default's "
-        f"on {behind}; kd beats Ax's default with sign p <= 0.05 on 0 of 3 complete problems, "
-        "with 1 still to come; kd's mean is at least BOCK's on 0 of 3 complete problems, with "
-        "1 still to come." in readme_block(tmp_path)
-    )
-    Path(f"{last}.error.txt").write_text("Traceback ...\nRuntimeError: killed\n")  # made
-    assert readme_round(tmp_path) == round_2
+    Path(f"{last}.json").unlink()  # round 2 one run short: under way
+    every = all_confirmations(tmp_path)
+    assert [r["name"] for r in every["rounds"]] == ["round 1", "round 2"]
+    assert [r["complete"] for r in every["rounds"]] == [True, False]
+    # 4 problems x 2 rounds x 2 baselines, each with a sign test
+    assert every["tests_per_round"] == 16
+    # Holm over 16 tests: 15 of them at p = 2 / 2^15 and one (svm, 0/0/14) at 2 / 2^14
+    first = every["rounds"][0]["problems"]["rover100"]["ax_default"]
+    assert first["p_sign"] == pytest.approx(2 / 2**15)
+    assert first["p_holm"] == pytest.approx(16 * 2 / 2**15)
+    svm_2 = every["rounds"][1]["problems"]["svm"]["ax_default"]
+    assert (svm_2["losses"], svm_2["p_holm"]) == (14, pytest.approx(min(1.0, 16 * 2 / 2**15)))
+    # only the complete round is pooled
+    (pooled,) = every["pooled"].values()
+    assert pooled["rounds"] == ["round 1"] and pooled["seeds"] == 15
+    assert every["tests_pooled"] == 8  # 4 problems x 1 configuration x 2 baselines
     block = readme_block(tmp_path)
-    assert "| rover100 | 0/0/15 |" in block and "| svm | 0/0/14 |" in block
-    assert "This is round 2 of the hold-out study ([protocol](benchmarks/results/holdout2/" in block
-    assert "Round 2 (" not in block  # no longer under way; the rounds after it are
-    later = [r.name.capitalize() for r in HOLDOUT_ROUNDS[2:] if not r.closed]
-    assert [line.split(" (")[0] for line in block.splitlines() if "is under way" in line] == later
-    closed = [r for r in HOLDOUT_ROUNDS[2:] if r.closed]
+    assert "| rover100 | `None`, round 1 (15) | 15/0/0 |" not in block  # a name, not None
+    assert "| rover100 | `kd`, round 1 (15) | 15/0/0 |" in block
+    assert "(under way: not pooled): vs Ax's default: rover100 0/0/15" in block
+    assert "- Round 1 ([protocol](benchmarks/results/holdout/PROTOCOL.md); `kd`" in block
+    closed = [r for r in HOLDOUT_ROUNDS if r.closed]
     assert closed and all(
         f"{r.name.capitalize()} ([protocol]({r.out}/PROTOCOL.md)) ended without a "
         f"confirmation: {r.closed}" in block
         for r in closed
     )
-    assert "Confirmation seeds 2000-2014 (15 per problem)" in block
+    assert "1 confirmation round is complete and 1 under way" in block
+    # round 2 complete (a failed run counts as made): both pooled, 30 seeds, kd level
+    Path(f"{last}.error.txt").write_text("Traceback ...\nRuntimeError: killed\n")
+    every = all_confirmations(tmp_path)
+    (pooled,) = every["pooled"].values()
+    assert pooled["rounds"] == ["round 1", "round 2"] and pooled["seeds"] == 30
+    rover = pooled["problems"]["rover100"]["ax_default"]
+    assert (rover["wins"], rover["ties"], rover["losses"]) == (15, 0, 15)
+    assert rover["p_sign"] == pytest.approx(1.0) and rover["p_holm"] == pytest.approx(1.0)
+    block = readme_block(tmp_path)
+    assert "| rover100 | `kd`, round 1, round 2 (30) | 15/0/15 |" in block
+    assert "the protocols' target was met in round 1." in block
+    assert "`kd` against Ax's default (ahead: Holm-adjusted sign p <= 0.05): ahead nowhere" in block
 
 
 def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> None:
-    """A round's kd runs record the settings they resolved to: the README says whether the
-    round it shows, and a round under way, ran today's default (a run's seed and device,
+    """A round's kd runs record the settings they resolved to: the README marks the rounds,
+    and the pooled rows, that ran today's default (a run's seed and device,
     and settings added after it ran, are not compared)."""
     round_2 = HOLDOUT_ROUNDS[1]
     today = method_kd_config("kd").model_dump(mode="json")
@@ -242,15 +254,9 @@ def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> Non
                     own = {**resolved, "seed": s, "device": "cuda"} if m == "kd" else None
                     _write(conf, p, m, s, 1.0, {} if m == "kd" else None, resolved=own)
     block = readme_block(tmp_path)
-    assert "round 1 of the hold-out study" in block
-    assert (
-        "is complete. Its kd is an earlier default, not today's: its runs resolved to other "
-        "settings than `KernelDiscoveryConfig()` resolves to today." in block
-    )
-    assert (
-        "Round 2 ([protocol](benchmarks/results/holdout2/PROTOCOL.md)) is under way, with "
-        "today's default as kd; its runs so far" in block
-    )
+    assert "| svm | `kd`, round 1 (15) |" in block  # not today's default: no mark
+    assert "- Round 1 ([protocol](benchmarks/results/holdout/PROTOCOL.md); `kd`, seeds" in block
+    assert "`kd` (today's default), seeds 2000-2014) (under way: not pooled)" in block
     # a run that predates a setting does not record it; round 1 now ran today's settings
     for f in (tmp_path / "holdout" / "confirmation").glob("*__kd__*.json"):
         run = json.loads(f.read_text())
@@ -258,19 +264,19 @@ def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> Non
             k: v for k, v in today.items() if k not in ("fit_maxiter", "history_limit")
         }
         f.write_text(json.dumps(run))
-    assert "is complete. Its kd is today's default." in readme_block(tmp_path)
+    assert "| svm | `kd` (today's default), round 1 (15) |" in readme_block(tmp_path)
     # round 2 under way with a default that has changed since it started
     for f in (tmp_path / "holdout2" / "confirmation").glob("*__kd__*.json"):
         run = json.loads(f.read_text())
         run["resolved_kd_config"] = earlier
         f.write_text(json.dumps(run))
-    assert "is under way, with an earlier default as kd; its runs so far" in readme_block(tmp_path)
+    assert "`kd`, seeds 2000-2014) (under way: not pooled)" in readme_block(tmp_path)
     f = next((tmp_path / "holdout" / "confirmation").glob("*__kd__*.json"))
     run = json.loads(f.read_text())
     # a run resolved to a setting today's configuration no longer has: not today's
     run["resolved_kd_config"]["retired_setting"] = 1
     f.write_text(json.dumps(run))
-    assert "Its kd is an earlier default, not today's" in readme_block(tmp_path)
+    assert "| svm | `kd`, round 1 (15) |" in readme_block(tmp_path)
 
 
 def test_an_incomplete_confirmation_makes_no_claim(tmp_path: Path) -> None:

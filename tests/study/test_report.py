@@ -447,3 +447,15 @@ def test_the_protocol_says_which_runs_predate_the_stock_baseline(tmp_path) -> No
     (folder / "p1__sl__seed0.json").write_text(json.dumps(runs["sl"]))
     text = write_study_report(folder, tmp_path / "results.md", protocol).read_text()
     assert "stock baseline" not in text
+
+
+def test_a_run_from_an_installed_package_does_not_predate_the_stock_baseline(tmp_path) -> None:
+    """Issue 50 item 5: ``code: None`` (recorded, no git checkout) is not "no code entry"."""
+    protocol = StudyProtocol(problems=("p1",), methods=("ax_default", "sl"), seeds=(0,))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    for m in protocol.methods:
+        run = {**_fake_result("p1", m, 0, 1.0), "code": None}  # an installed wheel's run
+        (folder / f"p1__{m}__seed0.json").write_text(json.dumps(run))
+    text = write_study_report(folder, tmp_path / "results.md", protocol).read_text()
+    assert "stock baseline" not in text
