@@ -101,7 +101,7 @@ def user_pays(session: nox.Session) -> None:
         "--sobol",
         "50",
         "--rounds",
-        "35",
+        "36",
         "--q",
         "10",
         "--profile",

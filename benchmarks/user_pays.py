@@ -11,8 +11,15 @@ script checks that the initial trials' parameters are equal. Both use Ax's acqui
 settings (the kd strategy's optimizer settings are left ``None``, which is Ax's own);
 ``--acquisition`` gives both the same other settings (the smoke run's tiny ones).
 
+The problems are :data:`~ax_kernel_discovery.benchmarks.PROBLEMS`' (``NAME@D`` sets the
+dimension of an embedded synthetic one): by default ``hartmann6_100`` (D = 100, Hartmann-6
+in 6 of 100 inputs) and ``svm`` (D = 388, the SVM problem on the bundled CT-slice sample).
+
 After the initial design, each round asks ``client.get_next_trials(q)`` of each method
-(alternating which goes first), evaluates the trials and completes them. Per round and
+(alternating which goes first), evaluates the trials and completes them; ``n`` is the
+number of trials when it asks. Ax's own Sobol node caps the request at the hand-over to
+BO at one trial: that round asks Ax again for the rest, within the same measurement (the
+``calls`` column; a user who wants ``q`` trials does the same). Per round and
 method it records the wall seconds and the CPU seconds of the ``get_next_trials`` call:
 this process's and its worker processes' (kd's persistent workers,
 ``surrogate/worker.py``: every descendant's user + system time read with ``psutil``,
@@ -25,17 +32,19 @@ The profile (``--profile``, also in the JSON) is kd's rounds by phase and by mem
 each round's :class:`~ax_kernel_discovery.surrogate.round_record.RoundRecord` (propose,
 validate, forecast scoring, the fits in this process and in the worker, the wait) and the
 split above; per member, its fit seconds and the L-BFGS iterations of its fits. The
-iterations are counted in this process (BoTorch's ``scipy_minimize``): fits that run in
-kd's background worker are not counted (``-``); ``--kd-config '{"background_fits": "off"}'``
-runs every fit here (the same fits and choices, the round's time structure changes).
+iterations are counted in this process (BoTorch's ``scipy_minimize``; fits by its batched
+L-BFGS-B are not seen): fits that run in kd's background worker are not counted (``-``);
+``--kd-config '{"background_fits": "off"}'`` runs every fit here (the same fits and
+choices; the round's time structure changes).
 
 Output in ``--out``: ``user_pays.txt`` (the tables as printed), ``user_pays.json`` (the
 data), ``user_pays.png`` (wall and CPU seconds per round against n, both methods, drawn
-from the JSON; ``python benchmarks/user_pays.py --plot user_pays.json`` redraws it).
+from the JSON; ``python benchmarks/user_pays.py --plot user_pays.json`` redraws it). The
+JSON and the text are written after every round (``"complete": false`` until the end).
 
 The full benchmark (run it on a quiet machine; hours):
 
-    python benchmarks/user_pays.py --problems hartmann6_100 svm --sobol 50 --rounds 35 \\
+    python benchmarks/user_pays.py --problems hartmann6_100 svm --sobol 50 --rounds 36 \\
         --q 10 --profile --out benchmarks/results/user_pays
 
 A smoke run (seconds): ``python benchmarks/user_pays.py --smoke --out /tmp/user_pays``.
@@ -67,7 +76,7 @@ from ax.utils.common.logger import set_ax_logger_levels
 
 from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
 from ax_kernel_discovery.benchmarks import BenchmarkProblem, get_problem
-from ax_kernel_discovery.runner.environment import package_versions
+from ax_kernel_discovery.runner.environment import package_versions, source_commit
 from ax_kernel_discovery.strategy import AcquisitionOptions, surrogate_of
 from ax_kernel_discovery.surrogate.fitting import KernelFitter
 from ax_kernel_discovery.testing import TINY_ACQUISITION
@@ -276,8 +285,14 @@ def initial_parameters(client: Client) -> np.ndarray:
     return np.array([[trials[i].arm.parameters[k] for k in names] for i in sorted(trials)])
 
 
-def run_problem(spec: str, args: argparse.Namespace, meter: Meter) -> dict[str, Any]:
-    """Both methods' Client loops on one problem, round by round; the data of the rounds."""
+def run_problem(
+    spec: str,
+    args: argparse.Namespace,
+    meter: Meter,
+    after_round: Callable[[dict[str, Any]], None] = lambda result: None,
+) -> dict[str, Any]:
+    """Both methods' Client loops on one problem, round by round; the data of the rounds
+    (also handed to ``after_round`` after each round, e.g. to save them)."""
     name, _, dim = spec.partition("@")
     problem = get_problem(name, **({"dim": int(dim)} if dim else {}))
     clients = {m: new_client(problem, m, args) for m in METHODS}
@@ -289,6 +304,15 @@ def run_problem(spec: str, args: argparse.Namespace, meter: Meter) -> dict[str, 
         raise AssertionError(f"{spec}: kd's and Ax's initial designs differ")
     surrogate = surrogate_of(clients["kd"])
     rounds: list[dict[str, Any]] = []
+    result = {
+        "problem": spec,
+        "name": problem.name,
+        "dim": problem.dim,
+        "initial_design": args.sobol,
+        "same_initial_design": True,
+        "rounds": rounds,
+        "total": totals(rounds),
+    }
     for r in range(args.rounds):
         n = len(clients["kd"]._experiment.trials)
         row: dict[str, Any] = {"round": r + 1, "n": n}
@@ -303,17 +327,12 @@ def run_problem(spec: str, args: argparse.Namespace, meter: Meter) -> dict[str, 
         row["ratio_wall"] = ratio(row["kd"]["wall"], row["ax"]["wall"])
         row["ratio_cpu"] = ratio(row["kd"]["cpu"], row["ax"]["cpu"])
         rounds.append(row)
+        result["total"] = totals(rounds)
+        result["profile"] = profile(result)
         print_round(spec, row, first=r == 0)
+        after_round(result)
     surrogate.close()
-    return {
-        "problem": spec,
-        "name": problem.name,
-        "dim": problem.dim,
-        "initial_design": args.sobol,
-        "same_initial_design": True,
-        "rounds": rounds,
-        "total": totals(rounds),
-    }
+    return result
 
 
 def totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -430,6 +449,9 @@ def print_profile(spec: str, prof: dict[str, Any]) -> None:
     for p in prof["phases"]:
         values = " | ".join(f"{p[c]:.2f}" for c in cols)
         emit(f"| {p['round']} | {p['n']} | {p['wall']:.2f} | {values} | {p['ax_iterations']} |")
+    sums = {c: sum(p[c] for p in prof["phases"]) for c in ["wall", *cols, "ax_iterations"]}
+    values = " | ".join(f"{sums[c]:.2f}" for c in cols)
+    emit(f"| total | | {sums['wall']:.2f} | {values} | {sums['ax_iterations']:.0f} |")
     emit(f"\n{spec}: kd's members over the rounds (iterations: fits in this process only)")
     emit("| member | rounds fitted | fit s | L-BFGS s | mean fit s | iterations (rounds) |")
     emit("|---|---|---|---|---|---|")
@@ -483,7 +505,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="names of ax_kernel_discovery.benchmarks.PROBLEMS; NAME@D sets a problem's dim",
     )
     parser.add_argument("--sobol", type=int, default=50, help="initial trials (centre + Sobol)")
-    parser.add_argument("--rounds", type=int, default=35, help="BO rounds after the design")
+    parser.add_argument(
+        "--rounds", type=int, default=36, help="BO rounds after the design (n = 50..400)"
+    )
     parser.add_argument("--q", type=int, default=10, help="trials per get_next_trials")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -519,26 +543,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         f"user_pays: {settings}; torch threads {torch.get_num_threads()}, "
         f"{psutil.cpu_count()} CPUs, load {psutil.getloadavg()}, python {platform.python_version()}"
     )
-    results = []
+    results: list[dict[str, Any]] = []
+    data = {
+        "settings": settings,
+        "command": "python benchmarks/user_pays.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "commit": source_commit(),
+        "versions": package_versions(),
+        "cpus": psutil.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "complete": False,
+        "results": results,
+    }
+
+    def save(partial: dict[str, Any] | None = None) -> None:  # after every round: hours
+        done = results + ([partial] if partial is not None else [])
+        text = json.dumps({**data, "results": done}, indent=1, default=str)
+        (args.out / "user_pays.json").write_text(text)
+        (args.out / "user_pays.txt").write_text("\n".join(_LINES) + "\n")
+
     with Meter().installed() as meter:
         for spec in args.problems:
-            result = run_problem(spec, args, meter)
+            result = run_problem(spec, args, meter, save)
             print_total(result)
-            result["profile"] = profile(result)
             results.append(result)
     if args.profile:
         for result in results:
             print_profile(result["problem"], result["profile"])
-    data = {
-        "settings": settings,
-        "command": " ".join(sys.argv),
-        "versions": package_versions(),
-        "cpus": psutil.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "results": results,
-    }
-    (args.out / "user_pays.json").write_text(json.dumps(data, indent=1, default=str))
-    (args.out / "user_pays.txt").write_text("\n".join(_LINES) + "\n")
+    data["complete"] = True
+    save()
     plot(args.out / "user_pays.json", args.out / "user_pays.png")
     return data
 
