@@ -457,10 +457,12 @@ def print_profile(spec: str, prof: dict[str, Any]) -> None:
     emit("|---|---|---|---|---|---|")
     for name, m in sorted(prof["members"].items(), key=lambda kv: -kv[1]["fit"]):
         its = f"{m['iterations']} ({m['counted_rounds']})" if "iterations" in m else "-"
-        mean = m["fit"] / m["rounds"] if m["rounds"] else 0.0
+        if not m["rounds"]:  # Ax's default model in kd's guard rounds: iterations only
+            emit(f"| {name[:50]} | - | - | - | - | {its} |")
+            continue
         emit(
             f"| {name[:50]} | {m['rounds']:.0f} | {m['fit']:.2f} | {m['lbfgs']:.2f} | "
-            f"{mean:.2f} | {its} |"
+            f"{m['fit'] / m['rounds']:.2f} | {its} |"
         )
 
 
