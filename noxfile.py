@@ -1,4 +1,4 @@
-"""Developer sessions: ``nox -s tests`` (default suite), ``slow``, ``lint``, ``demo``, ``bench``.
+"""Developer sessions: ``nox -s tests`` (default suite), ``slow``, ``lint``, ``demo``, ``bench``, ``user_pays``.
 
 Installs are constrained by ``constraints.txt`` (torch 2.13.0 CPU wheel, litellm 1.106.2).
 Every session runs torch single-threaded (``OMP_NUM_THREADS=1``; the tests and scripts
@@ -85,3 +85,27 @@ def bench(session: nox.Session) -> None:
         "1",
     ]
     session.run("python", "benchmarks/replay_rounds.py", "time", *args, env=ENV)
+
+
+@nox.session
+def user_pays(session: nox.Session) -> None:
+    """What a user pays per BO round in Ax's Client loop, kd's default strategy against Ax's
+    own, D = 100 and D = 388, n = 50-400 (``benchmarks/user_pays.py``; hours: run it on a
+    quiet machine). ``nox -s user_pays -- --smoke --out /tmp/user_pays``: a smoke run;
+    posargs replace the default arguments."""
+    _install(session)
+    args = session.posargs or [
+        "--problems",
+        "hartmann6_100",
+        "svm",
+        "--sobol",
+        "50",
+        "--rounds",
+        "36",
+        "--q",
+        "10",
+        "--profile",
+        "--out",
+        "benchmarks/results/user_pays",
+    ]
+    session.run("python", "benchmarks/user_pays.py", *args, env=ENV)
