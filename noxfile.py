@@ -109,3 +109,47 @@ def user_pays(session: nox.Session) -> None:
         "benchmarks/results/user_pays",
     ]
     session.run("python", "benchmarks/user_pays.py", *args, env=ENV)
+
+
+@nox.session
+def release(session: nox.Session) -> None:
+    """Build the sdist and the wheel into ``dist/``, check them with ``twine check``,
+    install the wheel into a fresh virtual environment (the tested pins of
+    ``constraints.txt``) and run the README's first example from it, outside the clone."""
+    import shutil
+
+    session.install("build>=1.2", "twine>=5")
+    shutil.rmtree("dist", ignore_errors=True)
+    session.run("python", "-m", "build", "--sdist", "--wheel", "--outdir", "dist")
+    dist = sorted(Path("dist").iterdir())
+    session.run("twine", "check", "--strict", *map(str, dist))
+    (wheel,) = [p for p in dist if p.suffix == ".whl"]
+    root = Path.cwd()
+    # a fresh environment in the session's own folder (left there: deleting a whole
+    # environment with torch in it takes minutes on some file systems)
+    tmp = Path(session.create_tmp()).resolve()
+    venv, run = tmp / "wheel-venv", tmp / "run"
+    shutil.rmtree(venv, ignore_errors=True)
+    run.mkdir(exist_ok=True)
+    session.run("python", "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    session.run(
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "-c",
+        str(root / "constraints.txt"),
+        str(wheel.resolve()),
+        external=True,
+    )
+    session.chdir(run)  # outside the clone: the example imports the installed wheel
+    session.run(
+        python,
+        str(root / ".ci" / "readme_example.py"),
+        str(root / "README.md"),
+        env=ENV,
+        external=True,
+    )
+    session.chdir(root)
