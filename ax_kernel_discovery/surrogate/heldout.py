@@ -70,7 +70,7 @@ class HeldoutScorer:
             return scored
         data, block = forecast
         rec = ctx.rec
-        rec.heldout_units = "fit" if ctx.rows is not None else "restandardized"
+        rec.heldout_units = self.units(ctx)
         for member in ctx.population:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
@@ -97,6 +97,16 @@ class HeldoutScorer:
             )
         return scored
 
+    @staticmethod
+    def units(ctx: RoundContext) -> str:
+        """The units :meth:`forecast_data` scores the batch in, as the record names them:
+        ``"fit"`` where the rows are keyed by trial and last round's fit left its map
+        (:attr:`~.state.OutcomeState.ymap`) and the rows it saw; ``"restandardized"``
+        otherwise (the older rows standardized again)."""
+        state = ctx.state
+        keyed = ctx.rows is not None and state.ymap is not None and bool(state.row_rounds)
+        return "fit" if keyed else "restandardized"
+
     def forecast_data(
         self, ctx: RoundContext, last: RoundRecord
     ) -> tuple[SupervisedDataset, Tensor] | None:
@@ -119,7 +129,8 @@ class HeldoutScorer:
         """
         dataset, state, rows = ctx.dataset, ctx.state, ctx.rows
         Yvar = dataset.Yvar
-        if rows is not None and state.ymap is not None and state.row_rounds:
+        if self.units(ctx) == "fit":
+            assert rows is not None and state.ymap is not None
             old = [i for i, k in enumerate(rows.keys) if k in state.row_rounds]
             new = [i for i, k in enumerate(rows.keys) if k not in state.row_rounds]
             if len(old) < 2 or not new:
