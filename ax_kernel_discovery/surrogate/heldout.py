@@ -30,8 +30,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     ModelBuilder,
     candidate_model_config,
 )
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.state import PastRound, RoundContext
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class HeldoutScorer:
             named in the record's ``heldout_failed``.
         """
         scored: dict[str, HeldOut] = {}
-        last = ctx.history[-1] if ctx.history else None
+        last = ctx.past[-1] if ctx.past else None
         forecast = self.forecast_data(ctx, last) if last is not None else None
         if last is None or forecast is None:
             return scored
@@ -108,7 +107,7 @@ class HeldoutScorer:
         return "fit" if keyed else "restandardized"
 
     def forecast_data(
-        self, ctx: RoundContext, last: RoundRecord
+        self, ctx: RoundContext, last: PastRound
     ) -> tuple[SupervisedDataset, Tensor] | None:
         """The data last round's fits forecast from, and which of its rows are the batch.
 
