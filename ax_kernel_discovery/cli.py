@@ -145,8 +145,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device",
         default=None,
-        help="torch device of the BO step for every method: auto (the default: CUDA when "
-        "available, else CPU), cpu, cuda or cuda:N",
+        help="torch device of the BO step for every method: cpu (the default, as in Ax), "
+        "auto (CUDA when available, else CPU), cuda or cuda:N",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 

@@ -18,7 +18,10 @@ expression tree) joins the population only if it passes, in order:
    on a CPU and fails on a GPU; the probe makes it fail on every device alike, before it
    joins. What works on a GPU passes: a tensor moved to the inputs
    (``torch.linspace(0, 1, 5).to(x1)``), 0-dim CPU tensors such as ``torch.tensor(2.0)``
-   (CUDA operations accept them), CPU index tensors. All checks run on
+   (CUDA operations accept them, but not in ``torch.stack`` or ``torch.cat``), CPU
+   index tensors. A tensor the kernel keeps as a plain attribute (``self.w =
+   torch.ones(d)`` in ``__init__``, not a parameter or buffer) is refused, naming it:
+   ``kernel.to(device)`` leaves it on the CPU. All checks run on
    ``ValidationOptions.device``, the run's device;
 4. ``diag``: ``forward(x, x, diag=True)`` has shape ``(N,)`` and equals the diagonal of
    the full matrix (:class:`~gpytorch.kernels.ScaleKernel` and posterior variances call
@@ -346,6 +349,22 @@ _LIKE = frozenset(
     }
 )
 
+#: Functions that join their tensors into one (CUDA's ``stack`` unsqueezes and
+#: concatenates): every input must be on one device, 0-dim CPU tensors too.
+_JOINS = frozenset(
+    {
+        torch.cat,
+        torch.concat,
+        torch.concatenate,
+        torch.stack,
+        torch.hstack,
+        torch.vstack,
+        torch.dstack,
+        torch.column_stack,
+        torch.row_stack,
+    }
+)
+
 #: Methods that read only the shape of their tensor argument: no device is mixed.
 _SHAPE_OF_OTHER = frozenset({_Base.expand_as, _Base.reshape_as, _Base.view_as})
 
@@ -394,7 +413,8 @@ class _DevicelessTensorsOnHost(TorchFunctionMode):
     :class:`RuntimeError`, as PyTorch raises on a GPU; these are allowed, as there:
 
     - a 0-dim host tensor with device tensors (``torch.tensor(0.5) * x1``: CUDA
-      operations take CPU scalars); the result is on the device;
+      operations take CPU scalars); the result is on the device; not in a join
+      (``torch.stack``, ``torch.cat``, ``torch.hstack``, ...), which CUDA refuses;
     - a move: ``t.to(x1)``, ``t.to(x1.device)``, ``t.to(device=..., dtype=...)``,
       ``t.type_as(x1)`` and ``t.cuda()`` put ``t`` on the device (a copy), ``t.cpu()``
       and ``t.to("cpu")`` on the host; ``t.to(x1.dtype)`` leaves it where it is;
@@ -429,7 +449,8 @@ class _DevicelessTensorsOnHost(TorchFunctionMode):
 
     def _mismatch(self, func: Any, tensors: list[torch.Tensor]) -> None:
         host = [t for t in tensors if _on_host(t)]
-        if any(t.dim() > 0 for t in host) and len(host) < len(tensors):
+        joined = func in _JOINS  # a 0-dim CPU tensor is a scalar to elementwise ops only
+        if any(joined or t.dim() > 0 for t in host) and len(host) < len(tensors):
             name = getattr(func, "__name__", repr(func))
             raise RuntimeError(  # what PyTorch raises in a GPU run
                 f"Expected all tensors to be on the same device, but {name} got one made "
@@ -516,6 +537,38 @@ class _DevicelessTensorsOnHost(TorchFunctionMode):
         value = args[2] if func is _Base.__setitem__ else None
         if indices and isinstance(value, torch.Tensor) and value.dim() > 0:
             self._mismatch(func, [self_, value])
+
+
+#: Packages whose modules' plain attributes are theirs to manage, not the kernel's.
+_LIBRARIES = frozenset({"torch", "gpytorch", "botorch", "linear_operator"})
+
+
+def _plain_tensor_attributes(kernel: torch.nn.Module) -> list[str]:
+    """The tensors the kernel keeps as plain attributes (``self.w = torch.ones(d)``, in
+    a list or dict too), by dotted name: ``module.to(device)`` moves parameters and
+    buffers only, so in a GPU run these stay on the CPU."""
+    names: list[str] = []
+    for prefix, module in kernel.named_modules():
+        if type(module).__module__.split(".")[0] in _LIBRARIES:
+            continue  # GPyTorch's own (a constraint's _initial_value, used once at init)
+        for key, value in vars(module).items():
+            if key in ("_parameters", "_buffers", "_modules"):
+                continue
+            if _tensors(value, []) and not isinstance(value, torch.nn.Module):
+                names.append(f"{prefix}.{key}" if prefix else key)
+    return names
+
+
+def _attribute_reason(names: list[str]) -> str:
+    listed = ", ".join(repr(n) for n in names)
+    attr = names[0].rsplit(".", 1)[-1]
+    return (
+        f"device: the kernel keeps tensors as plain attributes ({listed}), not as "
+        "parameters or buffers; kernel.to(device) moves only those, so in a GPU run they "
+        f"stay on the CPU. Register each in __init__: self.register_buffer({attr!r}, ...) "
+        "(or a torch.nn.Parameter for one the fit tunes), or create it in forward on the "
+        "inputs' device"
+    )
 
 
 def _device_reason(label: str, err: BaseException | None = None) -> str:
@@ -648,6 +701,7 @@ def _run_checks(
         ("(1,4,D)x(1,3,D)", inputs(1, 4, dim), inputs(1, 3, dim)),
         (f"(2,{n},D)x(2,{m},D)", inputs(2, n, dim), inputs(2, m, dim)),
     ]
+    plain = _plain_tensor_attributes(kernel)  # as built: before forward fills any cache
     kernel.eval()
     outputs: list[tuple[str, torch.Tensor]] = []
     with torch.no_grad(), _phase("shape", timings):
@@ -667,6 +721,8 @@ def _run_checks(
                 )
             outputs.append((label, out))
     with torch.no_grad(), _phase("device", timings):
+        if plain:
+            raise _Failure("device", _attribute_reason(plain))
         for label, x1, x2 in cases + [("diag=True", x, x)]:
             try:
                 with _DevicelessTensorsOnHost(x1.device):

@@ -68,13 +68,24 @@ def test_bad_input_exits_non_zero(
     assert not list(tmp_path.glob("*.json"))
 
 
-def test_device_help_says_every_method_defaults_to_auto(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_the_device_help_names_the_device_every_method_runs_on_by_default(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert main(["run", "--help"]) == 0
+    """Issue 52 item 17: without --device every method runs on the CPU, even where CUDA
+    is available, and the help says so (it said auto, CUDA when available)."""
+    from ax_kernel_discovery.runner.experiment import _resolved_device
+    from ax_kernel_discovery.runner.run_config import make_run_config
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert main([command, "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "torch device of the BO step for every method: auto (the default: CUDA when" in help_text
-    assert "default cpu" not in help_text
+    assert "torch device of the BO step for every method: cpu (the default" in help_text
+    assert "auto (the default" not in help_text
+    for method in ("kd", "rbf"):
+        args = _run_args(["run", "--problem", "rover60", "--method", method])
+        assert args["device"] is None
+        assert _resolved_device(make_run_config(**args)) == "cpu"
 
 
 def test_console_script_error_without_traceback(tmp_path: Path) -> None:

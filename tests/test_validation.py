@@ -260,6 +260,14 @@ def _cpu_linear_operator(x: torch.Tensor) -> torch.Tensor:
     return torch.matmul(DiagLinearOperator(torch.ones(3, dtype=x.dtype)), x)
 
 
+def _hstack_of_cpu_scalars(x: torch.Tensor) -> torch.Tensor:
+    return torch.hstack([torch.tensor(1.0, dtype=x.dtype), x.sum()]).sum() * x
+
+
+def _stack_of_cpu_scalars(x: torch.Tensor) -> torch.Tensor:
+    return torch.stack([torch.tensor(1.0, dtype=x.dtype), x.sum()]).sum() * x
+
+
 #: Code that runs with its inputs on a GPU: the probe accepts it.
 RUNS_ON_A_GPU = [
     _grid,
@@ -284,6 +292,8 @@ FAILS_ON_A_GPU = [
     _device_index_into_a_cpu_tensor,
     _cpu_values_by_advanced_indexing,
     _cpu_linear_operator,
+    _hstack_of_cpu_scalars,  # issue 52 item 12: 0-dim CPU tensors joined to device ones
+    _stack_of_cpu_scalars,
 ]
 
 
@@ -307,11 +317,14 @@ def test_the_device_probe_refuses_code_that_mixes_devices(code) -> None:
 #: Indexing, where FakeTensor's rules are not PyTorch's kernels' (it cannot move CPU
 #: indices to a pretend GPU, and lets a CPU tensor take GPU indices, which CUDA refuses).
 _INDEXING = {_cpu_index, _device_index_into_a_cpu_tensor, _cpu_values_by_advanced_indexing}
+#: FakeTensor lets ``torch.stack`` take a 0-dim CPU tensor with GPU ones; CUDA's stack
+#: unsqueezes them and concatenates (``torch.cat``), which refuses mixed devices.
+_FAKE_TENSOR_LAX = {_stack_of_cpu_scalars}
 
 
 @pytest.mark.parametrize(
     "code",
-    [c for c in RUNS_ON_A_GPU + FAILS_ON_A_GPU if c not in _INDEXING],
+    [c for c in RUNS_ON_A_GPU + FAILS_ON_A_GPU if c not in _INDEXING | _FAKE_TENSOR_LAX],
     ids=lambda f: f.__name__,
 )
 def test_the_probe_s_verdicts_are_pytorch_s_device_rules(code) -> None:
@@ -357,6 +370,35 @@ def test_factory_errors_are_load_failures() -> None:
 
     res = check_kernel(boom, 3)
     assert res.stage == "load" and "KeyError" in res.reason
+
+
+class _PlainAttributeKernel(RBFKernel):
+    """Weights kept as a plain attribute: ``module.to(device)`` moves parameters and
+    buffers only, so in a GPU run ``self.w`` stays on the CPU."""
+
+    def __init__(self, dim: int, register: bool = False) -> None:
+        super().__init__(ard_num_dims=dim)
+        if register:
+            self.register_buffer("w", torch.linspace(0.5, 1.5, dim))
+        else:
+            self.w = torch.linspace(0.5, 1.5, dim)
+
+    def forward(self, x1, x2, diag=False, **params):
+        return super().forward(x1 * self.w, x2 * self.w, diag=diag, **params)
+
+
+def test_a_tensor_kept_as_a_plain_attribute_is_refused_naming_it() -> None:
+    """Issue 52 item 12: the probe wraps ``forward``, so a tensor made in ``__init__``
+    and kept as a plain attribute passed on a CPU and failed at fit on a GPU. The
+    constructed module's tensors are probed too; a registered buffer passes."""
+    res = check_kernel(lambda d: _PlainAttributeKernel(d), 4, check_fit=False)
+    assert (res.ok, res.stage) == (False, "device")
+    assert "'w'" in res.reason and "register_buffer('w', ...)" in res.reason
+    nested = check_kernel(lambda d: ScaleKernel(_PlainAttributeKernel(d)), 4, check_fit=False)
+    assert (nested.ok, nested.stage) == (False, "device")
+    assert "'base_kernel.w'" in nested.reason
+    registered = check_kernel(lambda d: _PlainAttributeKernel(d, register=True), 4)
+    assert registered.ok, registered.reason
 
 
 class _NotATensorKernel(RBFKernel):

@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 import platform
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 __all__ = ["device_info", "package_versions", "source_commit", "utc_now"]
@@ -31,16 +32,23 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def source_commit() -> dict[str, Any] | None:
+def source_commit(root: Path | None = None) -> dict[str, Any] | None:
     """The git commit of the package's source, and whether it had uncommitted changes.
 
-    ``None`` when the package is not run from a git checkout (an installed wheel); the
-    package version in :func:`package_versions` then names the code.
+    Only for this project's own checkout: ``root`` (the folder that holds the package;
+    by default this module's) must be the top level of its git repository, with this
+    project's ``pyproject.toml`` (``name = "ax-kernel-discovery"``) and the package
+    tracked there. ``None`` otherwise: an installed wheel, even one inside another
+    project's repository (a virtual environment in it), whose commit would name other
+    code; the package version in :func:`package_versions` then names the code.
+
+    Args:
+        root: The folder holding the ``ax_kernel_discovery`` package (``None``: where this
+            module is).
     """
     import subprocess
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = (Path(__file__).resolve().parents[2] if root is None else root).resolve()
 
     def git(*args: str) -> str | None:
         try:
@@ -55,11 +63,32 @@ def source_commit() -> dict[str, Any] | None:
             return None
         return out.stdout.strip()
 
+    top = git("rev-parse", "--show-toplevel")
+    if not top or Path(top).resolve() != root or not _is_this_project(root / "pyproject.toml"):
+        return None
+    if not git("ls-files", "--", "ax_kernel_discovery/__init__.py"):
+        return None
     commit = git("rev-parse", "HEAD")
     if not commit:
         return None
     status = git("status", "--porcelain", "--untracked-files=no", "--", "ax_kernel_discovery")
     return {"commit": commit, "dirty": bool(status)}
+
+
+def _is_this_project(pyproject: Path) -> bool:
+    """Whether ``pyproject`` is this project's (``[project] name = "ax-kernel-discovery"``;
+    read as text: ``tomllib`` is Python 3.11+)."""
+    import re
+
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    section = re.search(r"^\[project\][ \t]*\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    if section is None:
+        return False
+    name = re.search(r"^name\s*=\s*[\"']([^\"']+)[\"']", section.group(1), re.M)
+    return name is not None and name.group(1) == "ax-kernel-discovery"
 
 
 def _cpu_model() -> str | None:

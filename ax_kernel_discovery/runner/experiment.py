@@ -273,7 +273,8 @@ def llm_rounds(rounds: list[dict[str, Any]]) -> dict[str, int] | None:
 
 
 def _resolved_device(cfg: RunConfig) -> str:
-    """The torch device the BO step runs on: ``--device``, else kd's config, else ``auto``."""
+    """The torch device the BO step runs on: ``--device``, else kd's config (``device``),
+    else the CPU (:func:`resolve_device` of ``None``, as in Ax)."""
     if cfg.device is None and cfg.method in KD_METHODS:
         return KernelDiscoveryConfig.model_validate(cfg.kd_config or {}).resolved_device()
     return resolve_device(cfg.device)

@@ -39,7 +39,7 @@ from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, St
 from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
-from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
+from ax_kernel_discovery.surrogate.state import OutcomeState, PastRound, RoundContext
 from ax_kernel_discovery.surrogate.worker import shared_pool
 
 __all__ = [
@@ -75,6 +75,8 @@ class BackgroundJob:
         round_index: The round.
         row_rounds: The round each row was first fitted in (for the criterion's batches).
         rows: The round's rows keyed by trial (``None``: not known).
+        rounds: The outcome's earlier rounds, every one (for the criterion's batches;
+            ``None``: read off ``history``).
     """
 
     config: KernelDiscoveryConfig
@@ -91,6 +93,7 @@ class BackgroundJob:
     round_index: int
     row_rounds: dict[RowKey, int] = field(default_factory=dict)
     rows: FitRows | None = None
+    rounds: list[PastRound] | None = None
 
     def context(self) -> RoundContext:
         """A round context over copies of the job's state (the worker's, or this process's)."""
@@ -106,6 +109,7 @@ class BackgroundJob:
             history=self.history,
             sign=self.sign,
             rows=self.rows,
+            earlier=self.rounds,
         )
 
 
@@ -281,6 +285,7 @@ class BackgroundFits:
             round_index=rec.round,
             row_rounds=dict(ctx.state.row_rounds),
             rows=ctx.rows,
+            rounds=list(ctx.past),
         )
         future: Future[BackgroundResult] | None = None
         if job.cands:

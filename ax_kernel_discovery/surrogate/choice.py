@@ -111,7 +111,7 @@ class Chooser:
         """
         pop = ctx.population
         fit_scores = {k: v.score for k, v in models.items()}
-        done = len(ctx.history)
+        done = len(ctx.past)
         if done < self.config.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
         if self.config.criterion == "prequential":
@@ -136,7 +136,7 @@ class Chooser:
         round's fit scores (another criterion, no member with a forecast yet) or several
         fitted members (a mixture).
         """
-        if len(ctx.history) < self.config.guard_rounds:
+        if len(ctx.past) < self.config.guard_rounds:
             return EarlyChoice(guarded=True)
         if self.config.criterion != "prequential" or self.config.mixture_top_k > 1:
             return None

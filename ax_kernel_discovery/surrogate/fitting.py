@@ -277,7 +277,7 @@ class KernelFitter:
         """
         if self.config.selection != "auto":
             return self.config.selection == "halving"
-        last = ctx.history[-1].n if ctx.history else None
+        last = ctx.past[-1].n if ctx.past else None
         n = ctx.rec.n
         return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
 
@@ -303,7 +303,7 @@ class KernelFitter:
                     by_round.setdefault(r, []).append(i)
             keyed = [torch.tensor(by_round[r]) for r in sorted(by_round)]
             return keyed[-self.config.score_batches :] or None
-        edges = sorted({r.n for r in ctx.history if r.n < n})
+        edges = sorted({r.n for r in ctx.past if r.n < n})
         edges.append(n)
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
         return blocks[-self.config.score_batches :] or None

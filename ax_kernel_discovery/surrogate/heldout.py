@@ -30,8 +30,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     ModelBuilder,
     candidate_model_config,
 )
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.state import PastRound, RoundContext
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +63,13 @@ class HeldoutScorer:
             named in the record's ``heldout_failed``.
         """
         scored: dict[str, HeldOut] = {}
-        last = ctx.history[-1] if ctx.history else None
+        last = ctx.past[-1] if ctx.past else None
         forecast = self.forecast_data(ctx, last) if last is not None else None
         if last is None or forecast is None:
             return scored
         data, block = forecast
         rec = ctx.rec
-        rec.heldout_units = "fit" if ctx.rows is not None else "restandardized"
+        rec.heldout_units = self.units(ctx)
         for member in ctx.population:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
@@ -97,8 +96,18 @@ class HeldoutScorer:
             )
         return scored
 
+    @staticmethod
+    def units(ctx: RoundContext) -> str:
+        """The units :meth:`forecast_data` scores the batch in, as the record names them:
+        ``"fit"`` where the rows are keyed by trial and last round's fit left its map
+        (:attr:`~.state.OutcomeState.ymap`) and the rows it saw; ``"restandardized"``
+        otherwise (the older rows standardized again)."""
+        state = ctx.state
+        keyed = ctx.rows is not None and state.ymap is not None and bool(state.row_rounds)
+        return "fit" if keyed else "restandardized"
+
     def forecast_data(
-        self, ctx: RoundContext, last: RoundRecord
+        self, ctx: RoundContext, last: PastRound
     ) -> tuple[SupervisedDataset, Tensor] | None:
         """The data last round's fits forecast from, and which of its rows are the batch.
 
@@ -119,7 +128,8 @@ class HeldoutScorer:
         """
         dataset, state, rows = ctx.dataset, ctx.state, ctx.rows
         Yvar = dataset.Yvar
-        if rows is not None and state.ymap is not None and state.row_rounds:
+        if self.units(ctx) == "fit":
+            assert rows is not None and state.ymap is not None
             old = [i for i, k in enumerate(rows.keys) if k in state.row_rounds]
             new = [i for i, k in enumerate(rows.keys) if k not in state.row_rounds]
             if len(old) < 2 or not new:

@@ -44,7 +44,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -64,6 +64,7 @@ __all__ = [
     "FittedModels",
     "LastChoice",
     "OutcomeState",
+    "PastRound",
     "RoundContext",
     "SurrogateState",
     "check_state_format",
@@ -140,6 +141,19 @@ class LastChoice(BaseModel):
             return None
         y = Y.reshape(-1) * weight
         return bool(y.max() > y[i])
+
+
+class PastRound(NamedTuple):
+    """What later rounds read of an earlier round of an outcome: kept for every round, so
+    that ``history_limit`` trims the records and changes no decision.
+
+    Attributes:
+        round: The round's index.
+        n: Its number of training rows.
+    """
+
+    round: int
+    n: int
 
 
 def warm_parameters(model: torch.nn.Module) -> dict[str, Tensor]:
@@ -243,6 +257,9 @@ class OutcomeState:
         gains: Each member's summed batch-portfolio rewards (:mod:`.portfolio`).
         portfolio_points: Digests (:func:`row_digests`) of the points each member of last
             round's portfolio generated, credited when their values arrive.
+        rounds: Every earlier round of the outcome, oldest first (:class:`PastRound`; what
+            the guard count, the held-out forecast and the batches read, however few
+            records ``history_limit`` keeps).
     """
 
     population: Population
@@ -253,6 +270,7 @@ class OutcomeState:
     ymap: YMap | None = None
     gains: dict[str, float] = field(default_factory=dict)
     portfolio_points: dict[str, list[str]] = field(default_factory=dict)
+    rounds: list[PastRound] = field(default_factory=list)
 
     def note_rows(self, rows: FitRows | None, round_index: int) -> None:
         """Record a fit's rows: the new ones are first seen in ``round_index``; its map
@@ -271,6 +289,7 @@ class OutcomeState:
             "ymap": self.ymap.to_dict() if self.ymap is not None else None,
             "gains": dict(self.gains),
             "portfolio_points": {k: list(v) for k, v in self.portfolio_points.items()},
+            "rounds": [list(r) for r in self.rounds],
         }
 
     def rows_from_dict(self, data: Mapping[str, Any]) -> None:
@@ -282,6 +301,7 @@ class OutcomeState:
         self.portfolio_points = {
             k: [str(d) for d in v] for k, v in data.get("portfolio_points", {}).items()
         }
+        self.rounds = [PastRound(int(r), int(n)) for r, n in data.get("rounds", [])]
 
     def without_models(self) -> OutcomeState:
         """A copy of what a deep copy of the surrogate carries: no fitted models (and no
@@ -292,6 +312,7 @@ class OutcomeState:
             self.last_choice,
             row_rounds=self.row_rounds,
             ymap=self.ymap,
+            rounds=self.rounds,
         )
 
     def drop(self, name: str) -> None:
@@ -326,10 +347,13 @@ class RoundContext:
         dataset: The training data Ax hands the surrogate this round.
         search_space_digest: Ax's digest of the search space.
         rec: This round's record (the steps append what they did).
-        history: The earlier rounds of this outcome, oldest first.
+        history: The earlier rounds' records of this outcome, oldest first (the last
+            ``history_limit`` rounds': decisions read :attr:`past`).
         sign: The objective weight of the outcome (``None``: not known yet).
         rows: The dataset's rows, keyed by trial and arm, with their raw values
             (``None``: not known, e.g. a node without kernel discovery's transforms).
+        earlier: Every earlier round of this outcome when the round opened
+            (:attr:`OutcomeState.rounds`; ``None``: read off ``history``, see :attr:`past`).
     """
 
     outcome: str
@@ -340,10 +364,20 @@ class RoundContext:
     history: Sequence[RoundRecord] = ()
     sign: float | None = None
     rows: FitRows | None = None
+    earlier: Sequence[PastRound] | None = None
 
     @property
     def population(self) -> Population:
         return self.state.population
+
+    @property
+    def past(self) -> Sequence[PastRound]:
+        """Every earlier round of this outcome, oldest first: what the guard count, the
+        held-out forecast and the batches read (:attr:`earlier`; a context built without
+        them reads them off :attr:`history`)."""
+        if self.earlier is not None:
+            return self.earlier
+        return [PastRound(r.round, r.n) for r in self.history]
 
     @property
     def n(self) -> int:
@@ -419,6 +453,7 @@ class SurrogateState:
             history=[r for r in self.history if r.outcome == outcome],
             sign=self.objective_weights.get(outcome),
             rows=rows,
+            earlier=list(self.outcomes[outcome].rounds),
         )
 
     def without_models(self) -> SurrogateState:
@@ -433,9 +468,12 @@ class SurrogateState:
         )
 
     def keep(self, record: RoundRecord, limit: int) -> None:
-        """Append a round's record to the history, which keeps the last ``limit``."""
+        """Append a round's record to the history, which keeps the last ``limit``, and the
+        round to its outcome's :attr:`~OutcomeState.rounds`, which keep every round."""
         self.history.append(record)
         self.history = self.history[-limit:]
+        if record.outcome in self.outcomes:
+            self.outcomes[record.outcome].rounds.append(PastRound(record.round, record.n))
 
     def another_experiment(self, features: list[str]) -> bool:
         """Whether a fit on ``features`` (the parameter names, in order) belongs to another
@@ -519,10 +557,14 @@ class SurrogateState:
         for outcome, rows in state.get("rows", {}).items():
             if outcome in outcomes:
                 outcomes[outcome].rows_from_dict(rows)
+        history = [RoundRecord.model_validate(r) for r in state.get("history", [])]
+        for outcome, kept in outcomes.items():
+            if not kept.rounds:  # saved before the rounds were: read off the history
+                kept.rounds = [PastRound(r.round, r.n) for r in history if r.outcome == outcome]
         features = state.get("features")
         return cls(
             outcomes=outcomes,
-            history=[RoundRecord.model_validate(r) for r in state.get("history", [])],
+            history=history,
             round_index=int(state.get("round_index", 0)),
             objective_weights={k: float(v) for k, v in state.get("objective_weights", {}).items()},
             objective_matrix=[

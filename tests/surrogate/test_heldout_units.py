@@ -168,3 +168,21 @@ def test_a_y_map_round_trips_and_maps_like_ax() -> None:
     mean, sem = ymap(np.array([1.0, 9.0]), np.array([0.3, np.nan]))
     np.testing.assert_allclose(mean, [0.5 / 3.0, 1.5 / 3.0])
     assert sem[0] == pytest.approx(0.1) and math.isnan(sem[1])
+
+
+def test_the_record_names_the_units_of_the_branch_that_ran() -> None:
+    """Issue 52 item 7: with the rows keyed by trial but no map of last round's fit (a Y
+    transform the map does not know, or a state saved without one), the forecast falls
+    back to restandardizing the older rows, and the record says so: it said ``"fit"``
+    whenever the rows were keyed."""
+    client = _client(num_sobol=4)
+    spy = _Spy(client)
+    state = spy.surrogate.state
+    for size in (4, 2, 2, 2):
+        for index, params in spy.ask(size).items():
+            client.complete_trial(index, raw_data={"f": _heavy(params)})
+        if "f" in state.outcomes:
+            state.outcomes["f"].ymap = None  # as after a transform the map does not know
+    scored = [ctx for ctx, out in spy.forecasts if out is not None]
+    assert scored and all(ctx.rows is not None for ctx in scored)
+    assert [ctx.rec.heldout_units for ctx in scored] == ["restandardized"] * len(scored)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import torch
 
 from ax_kernel_discovery.candidate import KernelCandidate
@@ -86,3 +89,52 @@ def test_fitted_models_built_on_first_access_read_iterate_and_drop_alike() -> No
     lazy = FittedModels(builders={"x": builder("x")})  # type: ignore[dict-item]
     del lazy["x"]
     assert list(lazy) == [] and built == ["SL", "BOCK"]  # dropped unbuilt: never built
+
+
+def _history_limited_run(limit: int, reload: Path | None = None) -> list[tuple[Any, ...]]:
+    """A tiny run with ``history_limit=limit`` (saved and reloaded before every BO round
+    with ``reload``): each round's choice, units, population and scores, and the arms."""
+    from ax.api import Client
+
+    from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
+    from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
+
+    config = {
+        "population_size": 3,
+        "proposals_per_round": 0,
+        "fit_maxiter": 5,
+        "background_fits": "off",
+        "guard_rounds": 2,
+        "history_limit": limit,
+    }
+    strategy = kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
+    client = unit_box_client(3, strategy)
+    seen: list[tuple[Any, ...]] = []
+    for size in (4, 2, 2, 2, 2):
+        if reload is not None and size == 2:
+            client.save_to_json_file(str(reload))
+            client = Client.load_from_json_file(str(reload))
+        torch.manual_seed(len(seen))  # a reloaded Client does not restore its seed
+        trials = client.get_next_trials(max_trials=size)
+        if size == 2:
+            r = surrogate_of(client).history[-1]
+            seen.append((r.round, r.chosen, r.guarded, r.heldout_units, r.population, r.scores))
+        for index, params in trials.items():
+            x = [params[f"x{i}"] for i in range(3)]
+            client.complete_trial(index, raw_data={"f": sum((v - 0.3) ** 2 for v in x)})
+        seen.append(tuple(sorted(tuple(p.items()) for p in trials.values())))
+    return seen
+
+
+def test_history_limit_changes_nothing_but_memory(tmp_path: Path) -> None:
+    """Issue 52 item 9: the guard count, the held-out forecast and the batches read the
+    rounds kept in the state, not the trimmed history: ``history_limit=1`` (reloaded
+    before every round, too) makes the run ``history_limit=200`` makes; it made every
+    round a guard round (AxDefault), as fewer than ``guard_rounds=2`` records were kept."""
+    full = _history_limited_run(200)
+    rounds = [s for s in full if len(s) == 6]
+    assert [r[2] for r in rounds] == [True, True, False, False]  # two guard rounds
+    assert all(r[3] == "fit" for r in rounds[1:])  # a forecast scored each round
+    assert _history_limited_run(1) == full
+    path = tmp_path / "run.json"
+    assert _history_limited_run(1, reload=path) == _history_limited_run(200, reload=path)
