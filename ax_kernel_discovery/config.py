@@ -264,7 +264,9 @@ class KernelDiscoveryConfig(BaseModel):
         (),
         description="Members always in the batch portfolio while they are in the population "
         "(e.g. ('BOCK',): a fair share for a kernel that optimizes well whatever its "
-        "forecasts), besides the portfolio_size best.",
+        "forecasts), besides the portfolio_size best. Truncation, which ranks by forecasts, "
+        "does not drop them (they count among population_size, as keep_kernels do); a "
+        "strike still does.",
     )
 
     # --- fitting: how each round fits its kernels ---
