@@ -209,7 +209,8 @@ class KernelDiscoveryConfig(BaseModel):
         description="criterion='prequential': cost chooses, among the members whose held-out "
         "losses are within one paired standard error of the best's, the one cheapest for the "
         "acquisition (fewest kernel leaves, warps and projections; then fewest "
-        "hyperparameters); none: always the best score; auto: cost under the prequential "
+        "hyperparameters); a tie is judged on the best's whole score window and never spans "
+        "more than 0.1 nats a point (heldout_score='log') or a tenth of the best's CRPS; none: always the best score; auto: cost under the prequential "
         "criterion, none under the others (the study's choice: cheaper acquisitions, no "
         "difference in quality on 5 seeds per problem; docs/concepts.md).",
     )
