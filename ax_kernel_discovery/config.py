@@ -133,7 +133,16 @@ class KernelDiscoveryConfig(BaseModel):
 
     # --- population: its size, who stays, where it starts ---
     population_size: int = Field(
-        10, ge=1, le=200, description="N: members kept after each round (paper: 10)."
+        10,
+        ge=1,
+        le=200,
+        description="N: members kept after each round (paper: 10). The kept members "
+        "(keep_kernels, portfolio_keep) count among the N and are never truncated: a "
+        "population_size below their number is refused. The round's choice and, under "
+        "criterion='prequential', new kernels that have not forecast a batch yet stay too "
+        "(a round can end with more than N members until they are judged); the best-ranked "
+        "others fill the places left, so with N at most the kept kernels plus "
+        "proposals_per_round a discovered kernel stays only while it is chosen.",
     )
     keep_kernels: tuple[str, ...] = Field(
         ("RBF", "Matern52", "SAAS"),
@@ -621,6 +630,22 @@ class KernelDiscoveryConfig(BaseModel):
             raise ValueError(
                 f"keep_kernels names {', '.join(hints)}, not a start kernel: the names are "
                 f"{', '.join(known)}; keep_kernels=() keeps none"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _population_holds_the_kept_kernels(self) -> KernelDiscoveryConfig:
+        """Truncation never drops a kept member (``keep_kernels``, ``portfolio_keep``), so
+        a ``population_size`` below their number could not be honoured."""
+        kept = list(dict.fromkeys([*self.keep_kernels, *self.portfolio_keep]))
+        if self.population_size < len(kept):
+            raise ValueError(
+                f"population_size={self.population_size} is below the {len(kept)} members "
+                f"that are never truncated ({', '.join(kept)}: keep_kernels and "
+                f"portfolio_keep), so it cannot be honoured: set population_size >= "
+                f"{len(kept) + 1} (a place for a discovered kernel; default 10), or keep "
+                "fewer (e.g. keep_kernels=('RBF', 'Matern52'), or keep_kernels=() as in "
+                "the paper)"
             )
         return self
 
