@@ -259,7 +259,9 @@ class KernelDiscoveryConfig(BaseModel):
         "batch (a batch portfolio, after GP-Hedge, Hoffman et al. 2011): the first k of the "
         "choice order (and portfolio_keep), each optimizing its share of the points with the "
         "others' as pending; shares follow Hedge weights of the progress each member's "
-        "points made (portfolio_eta). 1: the chosen member takes the whole batch.",
+        "points made (portfolio_eta). 1: the chosen member takes the whole batch. One modelled "
+        "outcome only: an experiment with several objectives, an outcome constraint or a "
+        "tracking metric is refused at its first acquisition.",
     )
     portfolio_eta: float = Field(
         1.0,
