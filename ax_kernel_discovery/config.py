@@ -133,7 +133,16 @@ class KernelDiscoveryConfig(BaseModel):
 
     # --- population: its size, who stays, where it starts ---
     population_size: int = Field(
-        10, ge=1, le=200, description="N: members kept after each round (paper: 10)."
+        10,
+        ge=1,
+        le=200,
+        description="N: members kept after each round (paper: 10). The kept members "
+        "(keep_kernels, portfolio_keep) count among the N and are never truncated: a "
+        "population_size below their number is refused. The round's choice and, under "
+        "criterion='prequential', new kernels that have not forecast a batch yet stay too "
+        "(a round can end with more than N members until they are judged); the best-ranked "
+        "others fill the places left, so with N at most the kept kernels plus "
+        "proposals_per_round a discovered kernel stays only while it is chosen.",
     )
     keep_kernels: tuple[str, ...] = Field(
         ("RBF", "Matern52", "SAAS"),
@@ -209,7 +218,8 @@ class KernelDiscoveryConfig(BaseModel):
         description="criterion='prequential': cost chooses, among the members whose held-out "
         "losses are within one paired standard error of the best's, the one cheapest for the "
         "acquisition (fewest kernel leaves, warps and projections; then fewest "
-        "hyperparameters); none: always the best score; auto: cost under the prequential "
+        "hyperparameters); a tie is judged on the best's whole score window and never spans "
+        "more than 0.1 nats a point (heldout_score='log') or a tenth of the best's CRPS; none: always the best score; auto: cost under the prequential "
         "criterion, none under the others (the study's choice: cheaper acquisitions, no "
         "difference in quality on 5 seeds per problem; docs/concepts.md).",
     )
@@ -249,7 +259,9 @@ class KernelDiscoveryConfig(BaseModel):
         "batch (a batch portfolio, after GP-Hedge, Hoffman et al. 2011): the first k of the "
         "choice order (and portfolio_keep), each optimizing its share of the points with the "
         "others' as pending; shares follow Hedge weights of the progress each member's "
-        "points made (portfolio_eta). 1: the chosen member takes the whole batch.",
+        "points made (portfolio_eta). 1: the chosen member takes the whole batch. One modelled "
+        "outcome only: an experiment with several objectives, an outcome constraint or a "
+        "tracking metric is refused at its first acquisition.",
     )
     portfolio_eta: float = Field(
         1.0,
@@ -264,7 +276,9 @@ class KernelDiscoveryConfig(BaseModel):
         (),
         description="Members always in the batch portfolio while they are in the population "
         "(e.g. ('BOCK',): a fair share for a kernel that optimizes well whatever its "
-        "forecasts), besides the portfolio_size best.",
+        "forecasts), besides the portfolio_size best. Truncation, which ranks by forecasts, "
+        "does not drop them (they count among population_size, as keep_kernels do); a "
+        "strike still does.",
     )
 
     # --- fitting: how each round fits its kernels ---
@@ -618,6 +632,22 @@ class KernelDiscoveryConfig(BaseModel):
             raise ValueError(
                 f"keep_kernels names {', '.join(hints)}, not a start kernel: the names are "
                 f"{', '.join(known)}; keep_kernels=() keeps none"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _population_holds_the_kept_kernels(self) -> KernelDiscoveryConfig:
+        """Truncation never drops a kept member (``keep_kernels``, ``portfolio_keep``), so
+        a ``population_size`` below their number could not be honoured."""
+        kept = list(dict.fromkeys([*self.keep_kernels, *self.portfolio_keep]))
+        if self.population_size < len(kept):
+            raise ValueError(
+                f"population_size={self.population_size} is below the {len(kept)} members "
+                f"that are never truncated ({', '.join(kept)}: keep_kernels and "
+                f"portfolio_keep), so it cannot be honoured: set population_size >= "
+                f"{len(kept) + 1} (a place for a discovered kernel; default 10), or keep "
+                "fewer (e.g. keep_kernels=('RBF', 'Matern52'), or keep_kernels=() as in "
+                "the paper)"
             )
         return self
 

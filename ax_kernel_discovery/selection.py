@@ -157,18 +157,24 @@ def mixture_counts(weights: Sequence[float], slots: int) -> list[int]:
     return counts
 
 
-def within_noise(best: Tensor, other: Tensor, z: float = 1.0) -> bool:
+def within_noise(best: Tensor, other: Tensor, z: float = 1.0, bound: float | None = None) -> bool:
     """Whether ``other``'s per-point losses are within ``z`` paired standard errors of ``best``'s.
 
     Both are per-point losses (lower is better) on the same held-out points; the paired
     difference :math:`d_i = \\ell^{other}_i - \\ell^{best}_i` is within noise when
-    :math:`\\bar d \\le z \\, s_d / \\sqrt n`.
+    :math:`\\bar d \\le z \\, s_d / \\sqrt n` and, with ``bound``, :math:`\\bar d \\le`
+    ``bound``. The bound matters: one point worse by any amount :math:`x` and the others
+    equal give :math:`\\bar d = x / n = s_d / \\sqrt n`, within one standard error
+    however large :math:`x` is.
     """
     if best.shape != other.shape or best.numel() < 2:
         return bool(torch.equal(best, other))
     d = other - best
+    mean = float(d.mean())
+    if bound is not None and mean > bound:
+        return False
     se = float(d.std(unbiased=True)) / math.sqrt(d.numel())
-    return float(d.mean()) <= z * se
+    return mean <= z * se
 
 
 def loo_predictive(K: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:

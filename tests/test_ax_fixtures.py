@@ -32,7 +32,7 @@ torch.set_num_threads(1)
 
 #: A small population whose chosen kernel drives the first BO round (no guard round).
 SMALL = KernelDiscoveryConfig(
-    population_size=2,
+    population_size=3,
     proposals_per_round=0,
     fit_maxiter=5,
     guard_rounds=0,

@@ -144,6 +144,16 @@ def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
             r"BOCK, SL, SAAS; keep_kernels=\(\) keeps none",
         ),
         ({"keep_kernels": ("rbf",)}, r"'rbf' \(did you mean 'RBF'\?\)"),
+        (  # issue 52 item 16: kept 10 and 7 members, the kept ones never truncated
+            {"population_size": 2},
+            r"population_size=2 is below the 3 members that are never truncated \(RBF, "
+            r"Matern52, SAAS: keep_kernels and portfolio_keep\).*population_size >= 4.*"
+            r"keep_kernels=\('RBF', 'Matern52'\)",
+        ),
+        (
+            {"population_size": 3, "portfolio_keep": ("BOCK",)},
+            r"population_size=3 is below the 4 members .*\(RBF, Matern52, SAAS, BOCK",
+        ),
     ],
 )
 def test_settings_that_would_do_nothing_are_refused(kwargs: dict, message: str) -> None:
@@ -153,7 +163,7 @@ def test_settings_that_would_do_nothing_are_refused(kwargs: dict, message: str) 
 
 def test_the_new_checks_keep_valid_settings_and_saved_configs() -> None:
     # the default halving_keep (3) stays valid for the smallest population, also reloaded
-    small = KernelDiscoveryConfig(population_size=2, proposals_per_round=0)
+    small = KernelDiscoveryConfig(population_size=3, proposals_per_round=0)
     assert KernelDiscoveryConfig.model_validate_json(small.model_dump_json()) == small
     assert KernelDiscoveryConfig(halving_keep=13).halving_keep == 13  # below 10 + 4
     assert KernelDiscoveryConfig(halving_keep=50, selection="full").halving_keep == 50
@@ -219,3 +229,10 @@ def test_the_default_keep_list_follows_the_start_kernels(tmp_path: Path) -> None
     assert KernelDiscoveryConfig.model_validate(dumped).keep_kernels == ("RBF", "Matern52")
     with pytest.raises(ValidationError, match="keep_kernels names 'SAAS', not a start kernel"):
         KernelDiscoveryConfig(start_kernels=None, keep_kernels=("RBF", "SAAS"))
+
+
+def test_a_population_may_be_as_small_as_its_kept_members() -> None:
+    assert KernelDiscoveryConfig(population_size=3).keep_kernels == ("RBF", "Matern52", "SAAS")
+    assert KernelDiscoveryConfig(population_size=2, start_kernels=None).population_size == 2
+    assert KernelDiscoveryConfig(population_size=2, keep_kernels=("RBF",)).population_size == 2
+    assert KernelDiscoveryConfig(population_size=4, portfolio_keep=("BOCK",)).portfolio_keep

@@ -251,3 +251,12 @@ def test_within_noise_is_a_paired_one_standard_error_rule() -> None:
     noise = 0.5 * torch.randn(30, generator=g, dtype=torch.float64)
     assert within_noise(best, best + noise - noise.mean() + 0.01)  # far below one s.e.
     assert not within_noise(best, best + 0.5 + 0.01 * noise)  # clearly worse, little noise
+
+
+def test_one_point_worse_by_any_amount_is_within_one_standard_error_but_not_the_bound() -> None:
+    best = torch.tensor([0.8, 0.85, 0.78, 0.86], dtype=torch.float64)
+    for x in (0.5, 80.0):  # d = (x, 0, 0, 0): mean x / 4 = s.e.
+        other = best + torch.tensor([x, 0.0, 0.0, 0.0], dtype=torch.float64)
+        assert within_noise(best, other)
+        assert not within_noise(best, other, bound=0.1)
+    assert within_noise(best, best + 0.01 * torch.tensor([1.0, -1, 2, 0]), bound=0.1)

@@ -61,7 +61,7 @@ def _client(num_sobol: int) -> Client:
         ]
     )
     client.configure_optimization("-f")
-    config = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 5}
+    config = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5}
     client.set_generation_strategy(
         kernel_discovery_generation_strategy(config, num_sobol=num_sobol, **TINY)  # a dict
     )
@@ -240,7 +240,7 @@ def _acqf_built(client: Client, n: int = 2) -> list[type]:
 
 
 def _kd_client(objective: str, config: dict[str, Any] | None = None) -> Client:
-    kd = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 5, **(config or {})}
+    kd = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5, **(config or {})}
     strategy = kernel_discovery_generation_strategy(kd, num_sobol=4, **TINY)
     client = unit_box_client(DIM, strategy, objective=objective)
     _acqf_built(client, 4)  # the initial design
@@ -429,7 +429,7 @@ def test_a_guard_round_proposes_the_batch_stock_ax_proposes() -> None:
     round) proposes another. What the hold-out study's guard_all diagnostic relies on."""
     dim, num_sobol, q = 6, 8, 3
     options = {"num_sobol": num_sobol, "seed": 0, "num_restarts": 2, "raw_samples": 64}
-    small = {"population_size": 2, "proposals_per_round": 0, "fit_maxiter": 20}
+    small = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 20}
     stock = _first_bo_batch(baselines.get_method("ax_default", **options), dim, num_sobol, q)
     guarded = KernelDiscoveryConfig(guard_rounds=1, **small)
     kd = _first_bo_batch(baselines.get_method("kd", config=guarded, **options), dim, num_sobol, q)

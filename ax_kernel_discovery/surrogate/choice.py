@@ -41,6 +41,11 @@ GUARD_NAME = "AxDefault"
 #: Mixture weights are rounded to multiples of 1 / MIXTURE_SLOTS.
 MIXTURE_SLOTS = 12
 
+#: ``tie_break="cost"``: a member whose held-out loss is worse than the best's by more than
+#: this per point never ties with it, however noisy the points (``log``: nats, a density
+#: 10% lower; ``crps``: a tenth of the best's mean CRPS).
+TIE_BOUND = 0.1
+
 
 @dataclass
 class Choice:
@@ -149,8 +154,8 @@ class Chooser:
         """The members that have forecast a batch, in the order the ``prequential``
         choice takes them (the first whose fit succeeds), and their held-out losses.
 
-        Best held-out loss first; with ``tie_break="cost"``, the members within one
-        paired standard error of the best come first, cheapest for the acquisition first
+        Best held-out loss first; with ``tie_break="cost"``, the members tied with the
+        best (:meth:`tied_with`) come first, cheapest for the acquisition first
         (:meth:`acquisition_cost`). The order is fixed before the round's fits, so a
         round that fits its other kernels in the background chooses as one that fits
         them all first.
@@ -160,17 +165,33 @@ class Chooser:
         if self.config.resolved_tie_break() != "cost" or not ranked:
             return ranked, losses
         lead = pop.get(ranked[0])
-        tied = [ranked[0]]
-        for name in ranked[1:]:
-            rounds = self._common_rounds([lead, pop.get(name)])
-            if rounds and within_noise(
-                self._heldout_losses(lead, rounds), self._heldout_losses(pop.get(name), rounds)
-            ):
-                tied.append(name)
+        tied = [ranked[0]] + [
+            k for k in ranked[1:] if self.tied_with(lead, pop.get(k), losses[ranked[0]], losses[k])
+        ]
         tied.sort(
             key=lambda k: (*self.acquisition_cost(pop.get(k).candidate, ctx.dim), losses[k], k)
         )
         return tied + [k for k in ranked if k not in tied], losses
+
+    def tied_with(self, lead: Member, other: Member, lead_loss: float, other_loss: float) -> bool:
+        """Whether ``other`` ties with ``lead``, the member with the best held-out loss.
+
+        Judged on the lead's whole score window (its last ``score_batches`` forecast
+        batches), which ``other`` must have forecast too: their per-point losses there
+        are within one paired standard error (:func:`~.selection.within_noise`), and
+        neither that paired mean difference nor the difference of their held-out losses
+        (``lead_loss``, ``other_loss``: what the choice ranks) exceeds :data:`TIE_BOUND`.
+        """
+        bound = TIE_BOUND if self.config.heldout_score == "log" else TIE_BOUND * abs(lead_loss)
+        if other_loss - lead_loss > bound:
+            return False
+        window = [h.round for h in lead.heldout[-self.config.score_batches :] if h.logpdf]
+        forecast = {h.round for h in other.heldout if h.logpdf}
+        if not window or not set(window) <= forecast:
+            return False
+        return within_noise(
+            self._heldout_losses(lead, window), self._heldout_losses(other, window), bound=bound
+        )
 
     def acquisition_cost(self, candidate: KernelCandidate, dim: int) -> tuple[int, int]:
         """What ``tie_break="cost"`` compares: the kernel's structure (leaves, warps,

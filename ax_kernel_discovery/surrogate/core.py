@@ -356,7 +356,9 @@ class KernelDiscoverySurrogate(Surrogate):
         self._fit_rows = dict(rows)
 
     def record_objective_weights(self, weights: Tensor) -> None:
-        """Learn the objectives from Ax's objective weights (one row per objective)."""
+        """Learn the objectives from Ax's objective weights (one row per objective); a
+        batch portfolio is refused here on an experiment of several outcomes."""
+        self.steps.portfolios.check_outcomes(list(self.outcomes))
         self.state.record_objectives(weights, list(self.outcomes))
 
     def acqf_class_for(self, chosen: type[AcquisitionFunction]) -> type[AcquisitionFunction]:

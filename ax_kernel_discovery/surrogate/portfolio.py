@@ -156,8 +156,33 @@ class Portfolios:
 
     def wanted(self, objectives: int) -> bool:
         """Whether rounds share their batch among members (one objective only)."""
-        wanted = self.config.portfolio_size > 1 or bool(self.config.portfolio_keep)
-        return wanted and objectives <= 1
+        return self.configured and objectives <= 1
+
+    @property
+    def configured(self) -> bool:
+        """Whether the settings ask for a batch portfolio (``portfolio_size``,
+        ``portfolio_keep``)."""
+        return self.config.portfolio_size > 1 or bool(self.config.portfolio_keep)
+
+    def check_outcomes(self, outcomes: Sequence[str]) -> None:
+        """Refuse a batch portfolio on an experiment that models several outcomes.
+
+        A member is one outcome's model, and its acquisition would replace Ax's model of
+        every outcome (a constraint, a tracking metric, another objective) by it: called
+        when the acquisition is built, before it generates a point.
+
+        Raises:
+            ValueError: When a portfolio is configured and ``outcomes`` has more than one.
+        """
+        if self.configured and len(outcomes) > 1:
+            raise ValueError(
+                f"a batch portfolio (portfolio_size={self.config.portfolio_size}, "
+                f"portfolio_keep={self.config.portfolio_keep}) shares a batch among the "
+                f"members of one outcome, and this experiment models {len(outcomes)} "
+                f"outcomes ({', '.join(outcomes)}: several objectives, an outcome "
+                "constraint or a tracking metric): set portfolio_size=1 and "
+                "portfolio_keep=() for it, or model one outcome"
+            )
 
     def choose(
         self,
@@ -210,9 +235,12 @@ class Portfolios:
 
     def plan(self, n: int) -> list[tuple[str, Model, int]] | None:
         """How the next ``n`` points are split among this round's portfolio members
-        (``None``: no portfolio, or one per outcome)."""
-        if len(self.by_outcome) != 1:
+        (``None``: no portfolio; an experiment of several outcomes has none, see
+        :meth:`check_outcomes`)."""
+        if not self.by_outcome:
             return None
+        if len(self.by_outcome) > 1:
+            self.check_outcomes(list(self.by_outcome))
         portfolio = next(iter(self.by_outcome.values()))
         return [(name, portfolio.models[name], count) for name, count in portfolio.plan(n)]
 

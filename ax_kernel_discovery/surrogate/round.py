@@ -261,13 +261,17 @@ class RoundSteps:
     def _settle(
         self, ctx: RoundContext, choice: Choice, models: Mapping[str, FittedKernel]
     ) -> None:
-        """The round's scores; the population keeps its best (the choice and, under
-        ``prequential``, kernels that have not forecast a batch yet are kept)."""
+        """The round's scores; the population keeps its best (the choice, the batch
+        portfolio's ``portfolio_keep`` and, under ``prequential``, kernels that have not
+        forecast a batch yet are kept)."""
         rec, pop = ctx.rec, ctx.population
         rec.scores = dict(choice.scores)
         if self.config.criterion == "prequential":
             rec.fit_scores = {k: v.score for k, v in models.items()}
         protect = [] if choice.guarded else list(choice.names)
+        # members with a share of every batch whatever their forecasts: truncation, which
+        # ranks by forecasts, would take that share away (they still leave when struck)
+        protect += list(self.config.portfolio_keep)
         if self.config.criterion == "prequential":  # new kernels: not yet forecast
             protect += [m.name for m in pop if not m.heldout]
         rec.dropped.extend(ctx.state.truncate(protect=protect))

@@ -261,3 +261,56 @@ def test_the_heldout_score_kind_decides_the_ranking_scale(kind: str) -> None:
         values = [-v for v in h.logpdf] if kind == "log" else h.crps
         assert member.score == pytest.approx(sum(values) / len(values))
         assert all(math.isfinite(v) for v in h.crps) and min(h.crps) >= 0
+
+
+def _tie_case(lead: list[list[float]], other: list[list[float]]) -> list[str]:
+    """The choice order of a population whose SL (cost 2) and RBF (cost 1) forecast the
+    batches ``lead`` and ``other`` (per-point losses, one list per round, the last rounds
+    last) and whose other members forecast far worse: no fit, no Client."""
+    from types import SimpleNamespace
+
+    from ax_kernel_discovery.surrogate.choice import Chooser
+
+    s = _surrogate(criterion="prequential", tie_break="cost", score_batches=3)
+    pop = s.population
+
+    def held(batches: list[list[float]], first: int) -> list[HeldOut]:
+        return [
+            HeldOut(round=first + i, logpdf=[-v for v in b], crps=[0.0] * len(b))
+            for i, b in enumerate(batches)
+        ]
+
+    for member in pop:
+        member.heldout = held([[50.0] * 4] * 3, 0)
+    pop.get("SL").heldout = held(lead, 3 - len(lead))
+    pop.get("RBF").heldout = held(other, 3 - len(other))
+    order, _ = Chooser(s.config).choice_order(SimpleNamespace(population=pop, dim=DIM))  # type: ignore[arg-type]
+    return order
+
+
+def test_one_wild_forecast_point_is_not_a_tie() -> None:
+    # issue 52 item 13: the held-out losses 0.823 (SL) and 20.39 (RBF) on one batch of 4
+    # points, RBF's one point at log density -82.65: the paired difference has mean 19.6
+    # and standard error 19.6 (one point worse by x, the others even, is always "within
+    # one s.e."), so the cheaper RBF won the tie, 25x worse
+    lead = [[0.80, 0.85, 0.78, 0.862]]
+    other = [[82.65, 0.0, -0.5, -0.64]]
+    order = _tie_case(lead, other)
+    assert sum(other[0]) / 4 == pytest.approx(20.3775) and order[:2] == ["SL", "RBF"]
+    # within the bound (0.1 nats a point) and the noise, the cheaper one still wins
+    assert _tie_case(lead, [[0.9, 0.80, 0.85, 0.84]])[:2] == ["RBF", "SL"]
+    # 0.34 nats a point worse (the README example's 0.401 against 0.062): not a tie
+    # whatever the noise
+    noisy = [[v + 0.34 + e for v, e in zip(lead[0], (1.5, -1.5, 1.0, -1.0), strict=True)]]
+    assert _tie_case(lead, noisy)[:2] == ["SL", "RBF"]
+
+
+def test_a_tie_is_judged_on_the_leads_whole_window() -> None:
+    # SL forecast three batches; RBF only the last, where it is within noise of SL (the
+    # rule compared that batch alone): RBF lacks two of SL's batches, so nothing says it
+    # is as good on the window
+    lead = [[0.5, 0.6, 0.4, 0.5], [0.7, 0.6, 0.5, 0.6], [0.55, 0.45, 0.5, 0.6]]
+    assert _tie_case(lead, [[0.65, 0.40, 0.55, 0.58]])[:2] == ["SL", "RBF"]
+    # with all three batches, within noise and the bound: the cheaper one
+    close = [[v + 0.03 * (-1) ** i for i, v in enumerate(b)] for b in lead]
+    assert _tie_case(lead, close)[:2] == ["RBF", "SL"]

@@ -114,3 +114,26 @@ def test_a_portfolio_needs_the_prequential_criterion_and_no_mixture() -> None:
         KernelDiscoveryConfig(criterion="loo_crps", portfolio_size=2)
     with pytest.raises(ValidationError, match="choose one"):
         KernelDiscoveryConfig(portfolio_size=2, mixture_top_k=2)
+
+
+@pytest.mark.parametrize(
+    ("objective", "constraints", "outcomes"),
+    [("-loss", ["c <= 1.6"], "c, loss"), ("-loss, -c", [], "c, loss")],
+)
+def test_a_portfolio_with_several_modelled_outcomes_is_refused_before_a_bo_point(
+    objective: str, constraints: list[str], outcomes: str
+) -> None:
+    # issue 52 item 1: with an outcome constraint, a portfolio of one outcome replaced Ax's
+    # two-output model list by its single-output member (BoTorch broadcast it: the batch
+    # minimized the constraint), and one of each outcome split nothing yet said it did
+    def evaluate(params: dict[str, Any]) -> dict[str, float]:
+        x = np.array([params[f"x{i}"] for i in range(DIM)])
+        return {"loss": float(np.sum((x - 0.3) ** 2)), "c": float(np.sum(x))}
+
+    client = _client(CONFIG)
+    client.configure_optimization(objective, outcome_constraints=constraints or None)
+    for index, params in client.get_next_trials(max_trials=5).items():
+        client.complete_trial(index, raw_data=evaluate(params))
+    with pytest.raises(ValueError, match=rf"models 2 outcomes \({outcomes}: .*portfolio_size=1"):
+        client.get_next_trials(max_trials=3)
+    assert len(client._experiment.trials) == 5  # no BO point was generated
