@@ -4,8 +4,9 @@ Each time Ax fits the surrogate on new data, :meth:`KernelDiscoverySurrogate.mod
 runs one round of the method:
 
 1. *strike*: the kernel chosen last round is struck if its batch did not improve the
-   best observed value (base kernels are dropped after ``patience`` strikes, others at
-   once); an empty population resets to the start set;
+   best feasible observed value, or the feasible Pareto front (:mod:`.strike`; base
+   kernels are dropped after ``patience`` strikes, others at once); an empty population
+   resets to the start set;
 2. *propose*: the proposer (offline operator by default, or an LLM) gets the members'
    formulas and scores, never the data, and returns candidates;
 3. *validate*: shapes, ``diag``, gradients, PSD, time (untrusted code in a sandboxed

@@ -70,14 +70,16 @@ def batch_improved(
 
     Returns:
         The verdict (see the module docstring), or ``None`` when there is nothing to
-        judge: a metric of ``goal`` has no rows, a constraint is still relative, or no
-        row with every metric arrived since the choice.
+        judge: a metric of ``goal`` has no rows, a constraint is still relative, no
+        row is known from before the choice, or no row with every metric arrived since.
     """
     if any(c.relative for c in goal.all_constraints):
         return None
     metrics = goal_metrics(goal)
     if not all(sig in rows for sig in metrics.values()):
         return None
+    if not any(key in before for r in rows.values() for key in r.keys):
+        return None  # no row is known from before the choice (a state without them)
     keys = _complete_keys([rows[sig] for sig in metrics.values()])
     old = [k for k in keys if k in before]
     new = [k for k in keys if k not in before]
