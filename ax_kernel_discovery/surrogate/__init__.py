@@ -17,7 +17,8 @@ above :mod:`ax_kernel_discovery.strategy`, whose hand-over criterion it also reg
   :mod:`~ax_kernel_discovery.surrogate.heldout` (the held-out forecast scores) and
   :mod:`~ax_kernel_discovery.surrogate.admission` (which candidates enter a round);
 * :mod:`~ax_kernel_discovery.surrogate.fitting` (fit and score, no choosing);
-* :mod:`~ax_kernel_discovery.surrogate.state` (the one thing saved) and
+* :mod:`~ax_kernel_discovery.surrogate.state` (the one thing saved),
+  :mod:`~ax_kernel_discovery.surrogate.strike` (the strike rule's verdict) and
   :mod:`~ax_kernel_discovery.surrogate.round_record` (what a round records);
 * :mod:`~ax_kernel_discovery.surrogate.acquisition`: the Ax ``Acquisition`` of every
   method and the protocols by which it asks the surrogate (``AcquisitionPartner``,

@@ -4,8 +4,9 @@ Each time Ax fits the surrogate on new data, :meth:`KernelDiscoverySurrogate.mod
 runs one round of the method:
 
 1. *strike*: the kernel chosen last round is struck if its batch did not improve the
-   best observed value (base kernels are dropped after ``patience`` strikes, others at
-   once); an empty population resets to the start set;
+   best feasible observed value, or the feasible Pareto front (:mod:`.strike`; base
+   kernels are dropped after ``patience`` strikes, others at once); an empty population
+   resets to the start set;
 2. *propose*: the proposer (offline operator by default, or an LLM) gets the members'
    formulas and scores, never the data, and returns candidates;
 3. *validate*: shapes, ``diag``, gradients, PSD, time (untrusted code in a sandboxed
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -170,6 +172,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._in_fit = self._round_used = False
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
+        #: The optimization config of that fit, in the metrics' units (see :meth:`observe_goal`).
+        self._fit_goal: OptimizationConfig | None = None
 
     # --- views -------------------------------------------------------------------------
 
@@ -283,7 +287,9 @@ class KernelDiscoverySurrogate(Surrogate):
         rows = self._fit_rows.get(outcome)
         if rows is not None and not rows.matches(dataset.Y):
             rows = None  # not the rows of this dataset (Ax fitted it another way)
-        ctx = self.state.round_context(dataset, search_space_digest, rows, self._new_population)
+        ctx = self.state.round_context(
+            dataset, search_space_digest, rows, self._new_population, goal=self._fit_goal
+        )
         objectives = self.state.objective_matrix
         self.steps.open(ctx, objectives, self._fit_rows)
         self._round_used = True
@@ -354,6 +360,10 @@ class KernelDiscoverySurrogate(Surrogate):
     def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None:
         """Take the rows of the fit Ax is about to make (from :class:`~.rows.ShareRows`)."""
         self._fit_rows = dict(rows)
+
+    def observe_goal(self, goal: OptimizationConfig | None) -> None:
+        """Take the optimization config of that fit, derelativized (for the strike rule)."""
+        self._fit_goal = goal
 
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objectives from Ax's objective weights (one row per objective); a

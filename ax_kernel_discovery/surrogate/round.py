@@ -7,8 +7,9 @@ one, in a worker process while Ax optimizes the acquisition (:mod:`.background`)
 way the round opens and ends through :class:`RoundSteps`, written once:
 
 * :meth:`RoundSteps.open`: last round's choice is struck if its batch did not improve
-  the best value, last round's batch portfolio is credited, an empty population resets to
-  the start set, and (``prequential``) the members' forecasts of the new batch are scored;
+  the best feasible value or the feasible Pareto front (:mod:`.strike`), last round's
+  batch portfolio is credited, an empty population resets to the start set, and
+  (``prequential``) the members' forecasts of the new batch are scored;
 * :meth:`RoundSteps.admit`: the proposer's candidates are checked
   (:class:`~.admission.CandidateAdmission`);
 * :meth:`RoundSteps.hand_on`: the chosen member's model (or the mixture, or Ax's default
@@ -27,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import numpy as np
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 
@@ -40,8 +40,9 @@ from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Choice, Chooser
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, ModelBuilder
 from ax_kernel_discovery.surrogate.heldout import HeldoutScorer
 from ax_kernel_discovery.surrogate.portfolio import Portfolios
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
+from ax_kernel_discovery.surrogate.rows import FitRows
 from ax_kernel_discovery.surrogate.state import FittedModels, LastChoice, RoundContext
+from ax_kernel_discovery.surrogate.strike import batch_improved, goal_metrics
 
 __all__ = ["RoundSteps"]
 
@@ -97,30 +98,49 @@ class RoundSteps:
     ) -> None:
         """Step 1: judge last round's choice by its batch (``config.strike_rule``).
 
-        One objective: the batch improved when it beat the best value seen at the choice.
-        Several objectives (Ax's multi-objective experiments): when one of its rows is
-        not weakly dominated by any earlier row (it adds hypervolume for every reference
-        point the earlier rows dominate); every outcome's choice is judged by that.
+        With the fit's rows keyed by trial and arm and Ax's optimization config (what
+        kernel discovery's strategy hands every fit), the verdict is
+        :func:`~.strike.batch_improved`: the rows since the choice against those before
+        it, by the best feasible value (one objective, scalarized or not) or the feasible
+        Pareto front (several), in Ax's terms. Every outcome that the optimization config
+        names (objectives and constraints) is judged by that one verdict; a tracking
+        metric is not. A fit without keyed rows judges one objective by its parameters
+        (:meth:`~.state.LastChoice.improved`) and several not at all. A judged choice is
+        forgotten: its batch is judged once.
         """
         if self.config.strike_rule == "none":
             return
-        last, weight = ctx.state.last_choice, ctx.sign
+        last = ctx.state.last_choice
         if last is None:
             return
-        if len(objectives) > 1:
-            improved = pareto_improved(ctx.state.row_rounds, objectives, rows)
-        elif not weight:
-            return
-        else:
-            improved = last.improved(ctx.dataset.X, ctx.dataset.Y, weight)
+        improved = self._verdict(ctx, last, objectives, rows)
         if improved is None:
             return
+        ctx.state.last_choice = None
         name, rec = last.name, ctx.rec
         rec.previous_improved = improved
         if not improved:
             rec.struck = name
             if ctx.state.strike(name):
                 rec.dropped.append(name)
+
+    def _verdict(
+        self,
+        ctx: RoundContext,
+        last: LastChoice,
+        objectives: Objectives,
+        rows: Mapping[str, FitRows],
+    ) -> bool | None:
+        """Whether last round's batch improved (``None``: nothing to judge)."""
+        goal = ctx.goal
+        if goal is not None and ctx.rows is not None:  # this fit's rows, keyed
+            if ctx.outcome not in goal_metrics(goal).values():
+                return None  # a tracking metric: its model made no part of the batch
+            before = last.rows_before(ctx.first_seen, ctx.rec.round)
+            return batch_improved(rows, before, goal)
+        if len(objectives) > 1 or not ctx.sign:
+            return None
+        return last.improved(ctx.dataset.X, ctx.dataset.Y, ctx.sign)
 
     def _keep_forecasts(self, ctx: RoundContext, scored: Mapping[str, HeldOut]) -> None:
         """Each member keeps its forecasts of the last ``score_batches`` batches."""
@@ -255,7 +275,9 @@ class RoundSteps:
         best.times_chosen += 1
         rec.chosen, rec.chosen_formula = best_name, best.formula
         rec.chosen_score = choice.scores.get(best_name)
-        ctx.state.last_choice = LastChoice.of(best_name, ctx.dataset.X, ctx.dataset.Y)
+        ctx.state.last_choice = LastChoice.of(
+            best_name, ctx.dataset.X, ctx.dataset.Y, round_index=rec.round
+        )
         return model, chosen.config
 
     def _settle(
@@ -290,26 +312,3 @@ class RoundSteps:
             if len(rec.accepted) > 1
             else None
         )
-
-
-def pareto_improved(
-    seen: Mapping[RowKey, int], objectives: Objectives, rows: Mapping[str, FitRows]
-) -> bool | None:
-    """Whether a row no earlier fit saw (not in ``seen``) is weakly dominated by no earlier
-    row, in the ``objectives`` (raw values of the fit's ``rows`` by metric; ``None``: rows
-    not keyed, or nothing to compare)."""
-    metrics = {o for row in objectives for o, w in row.items() if w}
-    if not seen or not metrics or not metrics <= set(rows):
-        return None
-    values: dict[RowKey, list[float]] = {}
-    keys = set.intersection(*(set(rows[m].keys) for m in metrics))
-    for key in keys:
-        raw = {m: rows[m].raw_mean[rows[m].index[key]] for m in metrics}
-        values[key] = [sum(w * raw[o] for o, w in row.items() if w) for row in objectives]
-    old = np.array([v for k, v in values.items() if k in seen])
-    new = np.array([v for k, v in values.items() if k not in seen])
-    if not len(old) or not len(new):
-        return None
-    # a new row is weakly dominated when some old row is at least as good in every objective
-    dominated = (old[None, :, :] >= new[:, None, :]).all(-1).any(-1)
-    return bool((~dominated).any())

@@ -35,11 +35,25 @@ from ax.adapter.transforms.base import Transform
 from ax.adapter.transforms.bilog_y import BilogY, bilog_transform
 from ax.adapter.transforms.derelativize import Derelativize
 from ax.adapter.transforms.standardize_y import StandardizeY
-from ax.adapter.transforms.utils import match_ci_width
+from ax.adapter.transforms.utils import (
+    derelativize_optimization_config_with_raw_status_quo,
+    match_ci_width,
+)
 from ax.adapter.transforms.winsorize import Winsorize
+from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpace
+from ax.exceptions.core import DataRequiredError
 
-__all__ = ["FitRows", "RowKey", "RowsObserver", "ShareRows", "YMap", "fit_rows"]
+__all__ = [
+    "FitRows",
+    "GoalObserver",
+    "RowKey",
+    "RowsObserver",
+    "ShareRows",
+    "YMap",
+    "fit_rows",
+    "raw_goal",
+]
 
 #: A training row: ``(trial index, arm name)``.
 RowKey = tuple[int, str]
@@ -140,6 +154,28 @@ class RowsObserver(Protocol):
     def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None: ...
 
 
+@runtime_checkable
+class GoalObserver(Protocol):
+    """A surrogate that takes each fit's optimization config (:class:`ShareRows` calls it)."""
+
+    def observe_goal(self, goal: OptimizationConfig | None) -> None: ...
+
+
+def raw_goal(adapter: Any) -> OptimizationConfig | None:
+    """The adapter's optimization config in the metrics' own units: relative constraints
+    and thresholds made absolute with the raw status quo, as Ax's best point and Pareto
+    front do (``None``: no config, or no status quo observed to derelativize it)."""
+    goal = getattr(adapter, "_optimization_config", None)
+    if not isinstance(goal, OptimizationConfig):
+        return None
+    if any(c.relative for c in goal.all_constraints):
+        try:
+            goal = derelativize_optimization_config_with_raw_status_quo(goal, adapter)
+        except (DataRequiredError, ValueError):
+            return None
+    return goal
+
+
 def _ymap(transforms: Sequence[Transform], metric: str) -> YMap | None:
     """The map the Y transforms ``transforms`` apply to ``metric``, or ``None`` if unknown."""
     steps: list[tuple[Any, ...]] = []
@@ -210,7 +246,8 @@ class ShareRows(Transform):
 
     It changes nothing: its data and search space go on as they came. When the adapter's
     generator holds a surrogate that takes rows (:class:`RowsObserver`), it passes it
-    :func:`fit_rows` of the data every fit is built from.
+    :func:`fit_rows` of the data every fit is built from, and (:class:`GoalObserver`) the
+    fit's optimization config in the metrics' units (:func:`raw_goal`).
 
     Args:
         search_space: The experiment's search space (unused).
@@ -238,6 +275,8 @@ class ShareRows(Transform):
             return
         transforms = list(getattr(adapter, "transforms", {}).values())
         surrogate.observe_fit_rows(fit_rows(experiment_data, raw, transforms))
+        if isinstance(surrogate, GoalObserver):
+            surrogate.observe_goal(raw_goal(adapter))
 
     def transform_experiment_data(self, experiment_data: ExperimentData) -> ExperimentData:
         """Unchanged."""

@@ -15,11 +15,12 @@ history, the next round needs:
   population of 10 at D = 6392 with one or two ARD leaves per member stores about
   0.35-0.7 MB, once per saved strategy (Ax's own generator runs copy the search space,
   ~1.5 MB each at that D);
-* **the last choice**, for the strike rule: the chosen member, how many training rows
-  there were, and a digest of the best row for either direction. Rows are identified
-  by a BLAKE2 digest of their bytes, stable across processes (Python's ``hash`` of
-  bytes is salted per process by ``PYTHONHASHSEED``). Constant size, whatever the
-  number of rounds;
+* **the last choice**, for the strike rule: the chosen member and the round it was
+  chosen in (the rows before the choice are those a fit up to that round saw: see
+  ``row_rounds``); for a fit without keyed rows, how many training rows there were and
+  a digest of the best row for either direction. Rows are identified there by a BLAKE2
+  digest of their bytes, stable across processes (Python's ``hash`` of bytes is salted
+  per process by ``PYTHONHASHSEED``). Constant size, whatever the number of rounds;
 * **the proposer's dedup keys** (the offline operator never proposes a kernel it has
   seen): 8 bytes per key seen, about 10-40 KB after 1000 rounds.
 
@@ -48,6 +49,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpaceDigest
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
@@ -101,15 +103,19 @@ class LastChoice(BaseModel):
         best_low: Digest of the row with the lowest observed value then (which one is
             the best depends on the objective's direction, unknown before the first
             acquisition).
+        round: The round of the choice: the rows a fit of that round or an earlier one
+            saw are the rows before it (``None``: a state saved before it was kept;
+            the rows earlier rounds saw).
     """
 
     name: str
     n: int
     best_high: str
     best_low: str
+    round: int | None = None
 
     @classmethod
-    def of(cls, name: str, X: Tensor, Y: Tensor) -> LastChoice:
+    def of(cls, name: str, X: Tensor, Y: Tensor, round_index: int | None = None) -> LastChoice:
         y = Y.reshape(-1)
         digests = row_digests(X)
         return cls(
@@ -117,10 +123,20 @@ class LastChoice(BaseModel):
             n=int(X.shape[0]),
             best_high=digests[int(y.argmax())],
             best_low=digests[int(y.argmin())],
+            round=round_index,
         )
 
+    def rows_before(self, first_seen: Mapping[RowKey, int], now: int) -> set[RowKey]:
+        """The rows known when the choice was made, from the round each was first seen in
+        (``now``: the current round, whose rows are new in any case)."""
+        last = self.round if self.round is not None else now - 1
+        return {key for key, r in first_seen.items() if r <= min(last, now - 1)}
+
     def improved(self, X: Tensor, Y: Tensor, weight: float) -> bool | None:
-        """Whether the rows added since the choice beat the best value seen at the choice.
+        """Whether the rows added since the choice beat the best value seen at the choice,
+        for a fit whose rows are not keyed by trial (no :class:`~.rows.ShareRows`; rows
+        are then known only by their parameters, and a repeated arm is not told apart:
+        kernel discovery's strategy always keys them, see :mod:`.strike`).
 
         Training data only grow between rounds, so the rows seen at the choice are
         still there and their best value is the best row's: the new rows improved on it
@@ -354,6 +370,9 @@ class RoundContext:
             (``None``: not known, e.g. a node without kernel discovery's transforms).
         earlier: Every earlier round of this outcome when the round opened
             (:attr:`OutcomeState.rounds`; ``None``: read off ``history``, see :attr:`past`).
+        goal: Ax's optimization config of the fit, in the metrics' own units
+            (derelativized; ``None``: not known), for the strike rule.
+        first_seen: The round each row was first seen in, by any outcome's fit.
     """
 
     outcome: str
@@ -365,6 +384,8 @@ class RoundContext:
     sign: float | None = None
     rows: FitRows | None = None
     earlier: Sequence[PastRound] | None = None
+    goal: OptimizationConfig | None = None
+    first_seen: Mapping[RowKey, int] = field(default_factory=dict)
 
     @property
     def population(self) -> Population:
@@ -437,9 +458,11 @@ class SurrogateState:
         digest: SearchSpaceDigest,
         rows: FitRows | None,
         new_population: Callable[[int], Population],
+        goal: OptimizationConfig | None = None,
     ) -> RoundContext:
         """The context of a round on ``dataset`` (its outcome's state, made with a
-        ``new_population`` on its first round; the record of the next round index)."""
+        ``new_population`` on its first round; the record of the next round index; the
+        fit's ``goal`` and the round each row was first seen in, by any outcome)."""
         outcome = dataset.outcome_names[0]
         n, dim = dataset.X.shape[0], dataset.X.shape[-1]
         if outcome not in self.outcomes:
@@ -454,7 +477,19 @@ class SurrogateState:
             sign=self.objective_weights.get(outcome),
             rows=rows,
             earlier=list(self.outcomes[outcome].rounds),
+            goal=goal,
+            first_seen=self.first_seen(),
         )
+
+    def first_seen(self) -> dict[RowKey, int]:
+        """The round each row was first seen in, by the fit of any outcome (a trial that
+        reported the objectives but not yet a constraint metric is a known row)."""
+        seen: dict[RowKey, int] = {}
+        for kept in self.outcomes.values():
+            for key, r in kept.row_rounds.items():
+                if r < seen.get(key, r + 1):
+                    seen[key] = r
+        return seen
 
     def without_models(self) -> SurrogateState:
         """A copy for a copy of the surrogate: no fitted models (nor portfolio bookkeeping)."""
