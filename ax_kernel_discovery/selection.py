@@ -260,15 +260,15 @@ def log_marginal_likelihood(K: Tensor, y: Tensor) -> Tensor:
 
 #: What each criterion of :data:`CRITERIA` scores (the docs' table of criteria).
 CRITERION_SUMMARIES: dict[str, str] = {
-    "loo_crps": "mean CRPS of the closed-form leave-one-out predictions (:func:`loo_crps`)",
+    "loo_crps": "mean CRPS of the closed-form leave-one-out predictions (``loo_crps``)",
     "loo_crps_bic": "LOO-CRPS plus ``|theta| log n / n`` (for D >> n)",
     "lbo_crps": "mean CRPS of the closed-form leave-block-out predictions, the blocks being "
-    "the last BO batches (:func:`lbo_crps`); LOO-CRPS while there are none (the first BO "
+    "the last BO batches (``lbo_crps``); LOO-CRPS while there are none (the first BO "
     "round sees only the initial design)",
     "mll": "negative log marginal likelihood per data point",
     "bic": "``|theta| log n - 2 log p(y)``",
     "prequential": "each member's forecast of the next batch, scored when the batch arrives "
-    "by the surrogate from earlier fits (see the module docstring); in :func:`score`, the "
+    "by the surrogate from earlier fits (see the module docstring); in ``score``, the "
     "fitted model's in-sample fallback, ``lbo_crps``",
 }
 

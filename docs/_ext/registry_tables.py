@@ -68,7 +68,7 @@ def proposers() -> str:
             f"`{name}`",
             "yes" if entry.calls_llm else "no",
             "yes" if entry.proposes else "no",
-            _first_line(entry.build),
+            f"`{entry.build.__module__}.{entry.build.__name__}`",
         )
         for name, entry in PROPOSERS.items()
     ]
