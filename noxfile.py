@@ -1,4 +1,5 @@
-"""Developer sessions: ``nox -s tests`` (default suite), ``slow``, ``lint``, ``demo``, ``bench``, ``user_pays``.
+"""Developer sessions: ``nox -s tests`` (default suite), ``slow``, ``lint``, ``docs``, ``demo``,
+``bench``, ``user_pays``, ``release`` (build, check and try the wheel).
 
 Installs are constrained by ``constraints.txt`` (torch 2.13.0 CPU wheel, litellm 1.106.2).
 Every session runs torch single-threaded (``OMP_NUM_THREADS=1``; the tests and scripts
@@ -45,7 +46,15 @@ def lint(session: nox.Session) -> None:
     """ruff (lint + format check), mypy, and the import contracts (``lint-imports``)."""
     _install(session)
     session.run(
-        "ruff", "check", "ax_kernel_discovery", "tests", "examples", "benchmarks", "noxfile.py"
+        "ruff",
+        "check",
+        "ax_kernel_discovery",
+        "tests",
+        "examples",
+        "benchmarks",
+        "noxfile.py",
+        "docs/conf.py",
+        "docs/_ext",
     )
     session.run(
         "ruff",
@@ -56,9 +65,31 @@ def lint(session: nox.Session) -> None:
         "examples",
         "benchmarks",
         "noxfile.py",
+        "docs/conf.py",
+        "docs/_ext",
     )
     session.run("mypy", "ax_kernel_discovery")
     session.run("lint-imports")  # pyproject's [tool.importlinter]: layers, no cycles
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, from docs/ and the docstrings (Sphinx; warnings are errors,
+    a broken cross-reference to the package fails), into docs/_build/html."""
+    _install(session, "docs")
+    session.run(
+        "sphinx-build",
+        "-b",
+        "html",
+        "-W",
+        "--keep-going",
+        "-n",
+        "-q",
+        "docs",
+        "docs/_build/html",
+        *session.posargs,
+        env=ENV,
+    )
 
 
 @nox.session

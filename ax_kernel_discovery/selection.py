@@ -264,6 +264,21 @@ def log_marginal_likelihood(K: Tensor, y: Tensor) -> Tensor:
     return -0.5 * (y @ alpha) - torch.log(torch.diagonal(L)).sum() - 0.5 * n * math.log(2 * math.pi)
 
 
+#: What each criterion of :data:`CRITERIA` scores (the docs' table of criteria).
+CRITERION_SUMMARIES: dict[str, str] = {
+    "loo_crps": "mean CRPS of the closed-form leave-one-out predictions (``loo_crps``)",
+    "loo_crps_bic": "LOO-CRPS plus ``|theta| log n / n`` (for D >> n)",
+    "lbo_crps": "mean CRPS of the closed-form leave-block-out predictions, the blocks being "
+    "the last BO batches (``lbo_crps``); LOO-CRPS while there are none (the first BO "
+    "round sees only the initial design)",
+    "mll": "negative log marginal likelihood per data point",
+    "bic": "``|theta| log n - 2 log p(y)``",
+    "prequential": "each member's forecast of the next batch, scored when the batch arrives "
+    "by the surrogate from earlier fits (see the module docstring); in ``score``, the "
+    "fitted model's in-sample fallback, ``lbo_crps``",
+}
+
+
 def score(
     criterion: str,
     K: Tensor,
@@ -271,16 +286,8 @@ def score(
     num_params: int,
     blocks: Sequence[Tensor] | None = None,
 ) -> float:
-    """Score a fitted GP by ``criterion`` (lower is better).
-
-    * ``loo_crps``: :func:`loo_crps`.
-    * ``loo_crps_bic``: LOO-CRPS plus ``|theta| log n / n`` (for D >> n).
-    * ``lbo_crps``: :func:`lbo_crps` on ``blocks`` (the last BO batches); LOO-CRPS
-      when there are none yet (the first BO round sees only the initial design).
-    * ``mll``: negative log marginal likelihood per data point.
-    * ``bic``: ``|theta| log n - 2 log p(y)``.
-    * ``prequential``: scored from earlier fits by the surrogate (see the module
-      docstring); here, the fitted model's in-sample fallback, ``lbo_crps``.
+    """Score a fitted GP by ``criterion`` (lower is better; :data:`CRITERION_SUMMARIES`
+    says what each criterion scores).
 
     Args:
         criterion: One of :data:`CRITERIA`.

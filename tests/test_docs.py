@@ -203,3 +203,90 @@ def test_quoted_study_numbers_come_from_a_generated_table(benchmark_script: Any)
         quoted += re.findall(r"\bp ?= ?(0\.\d+)", text)
         stale += [f"{where}: {q}" for q in quoted if not printed(q)]
     assert not stale, f"numbers no generator prints (stale?): {stale}"
+
+
+def _registry_tables() -> Any:
+    """docs/_ext/registry_tables.py, which renders the docs' registry lists."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "registry_tables", ROOT / "docs" / "_ext" / "registry_tables.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REGISTRY_DIRECTIVE = re.compile(r"```\{kd-registry\} (\w+)\n```")
+
+
+def test_every_registry_is_rendered_in_the_docs_with_all_its_names() -> None:
+    """Issue 53 item 1: each list that has a registry (leaves, warps, proposers,
+    criteria, problems, methods) is a ``{kd-registry}`` table in docs/, made from the
+    registry: every name of the registry is in it."""
+    tables = _registry_tables()
+    used = {m.group(1) for p in DOCS for m in REGISTRY_DIRECTIVE.finditer(p.read_text())}
+    assert used == set(tables.TABLES)
+    for name, names in tables.registries().items():
+        table = tables.TABLES[name]()
+        rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+        assert rows == [f"`{n}`" for n in names], name
+
+
+def _hand_lists(text: str, names: set[str]) -> list[str]:
+    """Where ``text`` types a list of ``names`` by hand: a paragraph, table row or list
+    item that names half of them or more (at least 3) in backticks, or a table or list
+    whose rows start with 3 or more of them."""
+    text = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    enough = max(3, -(-len(names) // 2))
+    found: list[str] = []
+    rows: list[str] = []
+    paragraph: set[str] = set()
+    for i, line in enumerate([*text.splitlines(), ""], 1):
+        named = set(re.findall(r"`([^`]+)`", line)) & names
+        item = re.match(r"\s*(\||[-*] |\d+\. )", line)
+        if item and len(named) >= enough:
+            found.append(f"line {i}: {sorted(named)}")
+        if not item:
+            paragraph |= named
+        start = re.match(r"\s*(?:\||[-*]|\d+\.)\s*`([^`]+)`", line)
+        if start and start.group(1) in names:
+            rows.append(start.group(1))
+        if not line.strip():
+            if len(paragraph) >= enough:
+                found.append(f"the paragraph ending at line {i - 1}: {sorted(paragraph)}")
+            if len(rows) >= 3:
+                found.append(f"the rows ending at line {i - 1}: {rows}")
+            rows, paragraph = [], set()
+    return found
+
+
+def test_no_list_of_registry_names_is_typed_by_hand() -> None:
+    """Issue 53 item 1: README.md and docs/ name a registry's entries one by one in prose
+    where needed, but a list or table of them is the generated one (``{kd-registry}``);
+    the public names are listed by the generated API reference, not in docs/api.md."""
+    import ax_kernel_discovery
+
+    registries = {
+        **_registry_tables().registries(),
+        "public names": tuple(ax_kernel_discovery.__all__),
+    }
+    found = [
+        f"{path.relative_to(ROOT)}: {name}: {where}"
+        for path in DOCS
+        if path.name != "results.md"  # the study report, generated from the run files
+        for name, names in registries.items()
+        for where in _hand_lists(path.read_text(), set(names))
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_hand_list_check_finds_a_hand_list() -> None:
+    leaves = set(_registry_tables().registries()["leaves"])
+    assert _hand_lists(
+        "Leaves: `rbf`, `matern52`, `rq`,\n`sl`, `bock`, `poly2` and\n`linear`.\n", leaves
+    )
+    assert _hand_lists("| `rbf` | a |\n| `rq` | b |\n| `bock` | c |\n", leaves)
+    assert _hand_lists("- `rbf`: a\n- `rq`: b\n  more\n- `sl`: c\n", leaves)
+    assert not _hand_lists("`rbf`, `sl` and `rq`.\n\n`bock` later.\n", leaves)

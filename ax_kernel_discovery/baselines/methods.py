@@ -3,39 +3,16 @@
 Every method starts with Ax's own initial design (the box centre, then seeded Sobol
 points: ``num_sobol`` trials in all, :func:`~ax_kernel_discovery.strategy.initialization_nodes`)
 and uses the same acquisition-optimizer settings; they differ in the model and in who
-builds the BO step:
-
-===================  ==========================================================================
-name                 surrogate, and the BO step
-===================  ==========================================================================
-``ax_default``       Ax's own strategy, untouched (:func:`ax_strategy`: what
-                     ``Client.configure_generation_strategy`` builds): Ax's default model,
-                     Ax's ``Acquisition`` and optimizer, qLogNEI (qLogNEHVI for several
-                     objectives)
-``rbf`` ...          one fixed kernel in Ax's own strategy (Ax's ``"custom"`` method, one
-                     ``ModelConfig``): ``rbf``, ``matern52``, ``linear``, ``periodic``,
-                     ``rq``, ``bock``, ``sl``
-``kd``               kernel discovery (:class:`~ax_kernel_discovery.KernelDiscoverySurrogate`;
-                     offline evolution operator, or the LLM proposer a config asks for), in
-                     the package's BO step (:func:`~ax_kernel_discovery.strategy.botorch_step`:
-                     Ax's acquisition by experiment kind, computed by
-                     :class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAcquisition`)
-``greedy``           Greedy Search: Ax's own model selection over the start set
-                     (RBF, Matern-5/2, RQ, BOCK, SL) by BIC, every round
-``compositional``    Compositional Search (Duvenaud et al., 2013): BIC, the best kernel
-                     expanded by ``+ B`` / ``x B`` per base kernel, depth <= 3
-                     (:class:`CompositionalSearchSurrogate`)
-``fixed``            one kernel of a kernel library (``kernel=...``, e.g. ``"kernels.json:NAME"``;
-                     see :mod:`ax_kernel_discovery.library`)
-``cake``             CAKE (Suwandi et al., 2025): an LLM evolves compositions of SE, PER,
-                     LIN, RQ, M32, M52 (depth 3) from a truncated view of the data; BIC
-                     (:class:`~ax_kernel_discovery.baselines.cake.CakeSurrogate`; needs an LLM)
-``sobol``            Sobol points only
-``saasbo``           SAAS fully Bayesian GP (NUTS); expensive, small budgets only
-``map_saas``         BoTorch's MAP-SAAS ensemble GP (SAAS priors fitted by MAP, an ensemble
-                     over the global shrinkage) in Ax's own strategy (one ``ModelConfig``):
-                     SAAS's sparsity at a fit's cost
-===================  ==========================================================================
+builds the BO step. :data:`METHODS` lists them by name, each with what it is (the docs'
+table of methods is made from it). Ax's own strategy, untouched (:func:`ax_strategy`:
+what ``Client.configure_generation_strategy`` builds, Ax's ``Acquisition`` and optimizer,
+qLogNEI or qLogNEHVI for several objectives), runs Ax's default model, each fixed kernel
+(Ax's ``"custom"`` method, one ``ModelConfig``) and BoTorch's MAP-SAAS ensemble GP.
+Kernel discovery (:class:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate`)
+and the searches built on it (:class:`CompositionalSearchSurrogate`,
+:class:`~ax_kernel_discovery.baselines.cake.CakeSurrogate`) run in the package's BO step
+(:func:`~ax_kernel_discovery.strategy.botorch_step`: Ax's acquisition by experiment kind,
+computed by :class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAcquisition`).
 
 Example:
     >>> gs = get_method("rbf", num_sobol=10, num_restarts=2, raw_samples=32)

@@ -1,19 +1,7 @@
 """Benchmark problems, one per module; they know nothing about kernels or Ax.
 
-=================  ====  =========  ==============================================
-name               D     direction  module
-=================  ====  =========  ==============================================
-``rover100``       100   maximise   :mod:`.rover` (50 waypoints)
-``rover60``        60    maximise   :mod:`.rover` (30 waypoints, the original)
-``lasso_dna``      180   minimise   :mod:`.lasso_dna` (needs scikit-learn)
-``svm``            388   minimise   :mod:`.svm` (needs scikit-learn)
-``humanoid``       6392  maximise   :mod:`.humanoid` (needs gymnasium[mujoco])
-``mopta08``        124   minimise   :mod:`.mopta08` (needs a user-supplied binary)
-``branin100``      100   minimise   :mod:`.synthetic` (Branin, 2 active dims)
-``hartmann6_100``  100   minimise   :mod:`.synthetic` (Hartmann-6, 6 active dims)
-``ackley100``      100   minimise   :mod:`.synthetic` (Ackley-10, 10 active dims)
-``levy100``        100   minimise   :mod:`.synthetic` (Levy-10, 10 active dims)
-=================  ====  =========  ==============================================
+:data:`PROBLEMS` lists them by name (the docs' table of problems is made from it); each
+problem's class says what it is and what it needs (packages, data, a binary).
 
 The data files ship with the package; a folder given as ``data_dir=...`` or
 ``AXKD_DATA_DIR`` overrides them file by file (see

@@ -15,7 +15,7 @@ constraints, the transforms, the input clamp and the ``diag`` branch. Small mode
 the formula right much more often than the GPyTorch boilerplate, and this part can no
 longer be wrong. The result is ordinary kernel source: it goes through
 :func:`~ax_kernel_discovery.sandbox.check_source` and
-:func:`~ax_kernel_discovery.validation.validate_kernel_code` like any other candidate.
+:func:`~ax_kernel_discovery.sandbox.validate.validate_kernel_code` like any other candidate.
 
 Parameter kinds:
 

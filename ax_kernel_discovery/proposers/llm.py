@@ -10,7 +10,7 @@ High-dimensional Bayesian Optimization*):
 2. **conversion**: one call per formula turns it into a ``gpytorch.kernels.Kernel``
    subclass (all conversions of a round run concurrently);
 3. optional **repair** (off by default, as in the paper): a candidate that fails
-   :func:`~ax_kernel_discovery.validation.validate_kernel_code` is sent back once with
+   :func:`~ax_kernel_discovery.sandbox.validate.validate_kernel_code` is sent back once with
    the failure reason.
 
 The shared machinery (client, seeds, repair, feedback) is in

@@ -23,22 +23,21 @@ from typing import Any
 
 import numpy as np
 
+from ax_kernel_discovery.kernels import LEAVES
+from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.study.statistics import spearman
+from ax_kernel_discovery.surrogate.choice import GUARD_NAME
 
-BASE_KERNELS = ("RBF", "Matern52", "RQ", "BOCK", "SL")
-GUARD_CHOICE = "AxDefault"
+BASE_KERNELS = tuple(c.name for c in start_candidates())
+"""The start set's kernels, each its own family."""
+GUARD_CHOICE = GUARD_NAME
 """What a round that handed the acquisition Ax's default model records as chosen."""
 _LEAF_NAMES = {
-    "rbf": "RBF",
-    "matern52": "Matern52",
-    "matern32": "Matern32",
-    "rq": "RQ",
-    "bock": "BOCK",
-    "sl": "SL",
-    "linear": "Linear",
-    "poly": "Poly",
-    "periodic": "Periodic",
+    name: leaf.title or (name.upper() if len(name) <= 3 else name.capitalize())
+    for name, leaf in LEAVES.items()
+    if not leaf.polynomial  # a feature map of the inner product, not a family
 }
+"""The family name of each leaf of the grammar (``kernels.LEAVES``)."""
 
 
 def kernel_family(name: str | None) -> str:

@@ -16,8 +16,8 @@ kernel-discovery surrogate, and BoTorch's optimizer without its empty fixed-feat
 * While it optimizes, the model's hyperparameters are constants: they stop requiring
   gradients (and require them again afterwards). The acquisition's gradient is taken
   with respect to the candidates only, so its values do not change; but a kernel whose
-  inputs pass through a warp or feature map (:class:`~ax_kernel_discovery.kernels.
-  input_map.InputMapKernel`) can then reuse the map of the training inputs from one
+  inputs pass through a warp or feature map (:class:`~ax_kernel_discovery.kernels.input_map.InputMapKernel`)
+  can then reuse the map of the training inputs from one
   evaluation to the next instead of recomputing it (its cache serves only where no
   gradient can flow through the map).
 

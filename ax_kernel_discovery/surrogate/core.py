@@ -124,8 +124,8 @@ class KernelDiscoverySurrogate(Surrogate):
             its members' fits when ``config.inherit_parameters``).
         **kwargs: Passed to Ax's ``Surrogate``.
 
-    The three callables are not saved: a subclass that sets them (:mod:`ax_kernel_discovery.
-    baselines`) registers itself with :func:`~ax_kernel_discovery.storage.register_surrogate_class`.
+    The three callables are not saved: a subclass that sets them (:mod:`ax_kernel_discovery.baselines`)
+    registers itself with :func:`~ax_kernel_discovery.storage.register_surrogate_class`.
 
     Example:
         >>> surrogate = KernelDiscoverySurrogate(KernelDiscoveryConfig(population_size=8))

@@ -42,8 +42,8 @@ class ProposerHost:
     Args:
         config: The surrogate's settings (``proposer``, ``proposals_per_round``,
             ``fallback_to_offline``, ``overlap_proposals``, ``llm_*``).
-        factory: Builds the proposer (default: :func:`~ax_kernel_discovery.proposers.
-            from_config.make_proposer`).
+        factory: Builds the proposer (default:
+            :func:`~ax_kernel_discovery.proposers.from_config.make_proposer`).
     """
 
     def __init__(self, config: KernelDiscoveryConfig, factory: ProposerFactory | None = None):

@@ -1,7 +1,7 @@
 """The steps of a round around its fits: strike, admit, hand on, settle and record.
 
-A round of kernel discovery (:meth:`~ax_kernel_discovery.surrogate.core.
-KernelDiscoverySurrogate.model_selection`) opens, proposes, fits and ends. Its fits are
+A round of kernel discovery
+(:meth:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate.model_selection`) opens, proposes, fits and ends. Its fits are
 made in this process (:class:`~.fitting.KernelFitter`) or, for all kernels but the chosen
 one, in a worker process while Ax optimizes the acquisition (:mod:`.background`); either
 way the round opens and ends through :class:`RoundSteps`, written once:

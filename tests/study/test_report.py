@@ -117,6 +117,24 @@ def test_kernel_family(name: str | None, family: str) -> None:
     assert kernel_family(name) == family
 
 
+def test_kernel_family_knows_every_leaf_of_the_registry() -> None:
+    """Issue 53 item 1: the families come from ``kernels.LEAVES`` (the extended leaves
+    included), and the guard's name from ``surrogate.choice``; polynomial feature maps
+    are not a family of their own."""
+    from ax_kernel_discovery.kernels import LEAVES
+    from ax_kernel_discovery.study.diagnostics import GUARD_CHOICE
+    from ax_kernel_discovery.surrogate.choice import GUARD_NAME
+
+    assert kernel_family("off_r2_0:(imq+saas@tanh)") == "evolved[IMQ+SAAS]"
+    assert kernel_family("off_r2_1:(cosine*poly3)") == "evolved[Cosine]"
+    families = {name: kernel_family(f"off_r0_0:{name}@tanh") for name in LEAVES}
+    for name, leaf in LEAVES.items():
+        expected = "evolved" if leaf.polynomial else f"evolved[{leaf.title or name}]"
+        assert families[name].lower() == expected.lower(), name
+    assert len(set(families.values())) == len([x for x in LEAVES.values() if not x.polynomial]) + 1
+    assert GUARD_CHOICE == GUARD_NAME and kernel_family(GUARD_NAME) == GUARD_NAME
+
+
 def _round(chosen: str, crit: dict[str, float], crps: dict[str, float], **extra: object) -> dict:
     return {
         "kind": "bo",
