@@ -102,6 +102,7 @@ def write_resumes(runs_md: str | Path, folder: str | Path | None = None) -> bool
 
 
 if __name__ == "__main__":  # pragma: no cover - the command the markers name
-    for target in sys.argv[1:] or sorted(Path("benchmarks/results").glob("holdout*/RUNS.md")):
+    given = [Path(a) for a in sys.argv[1:]]
+    for target in given or sorted(Path("benchmarks/results").glob("holdout*/RUNS.md")):
         changed = write_resumes(target)
         print(f"{target}: {'rewritten' if changed else 'unchanged'}")
