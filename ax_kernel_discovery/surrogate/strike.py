@@ -85,7 +85,7 @@ def batch_improved(
     new = [k for k in keys if k not in before]
     if not new:
         return None
-    if isinstance(goal, MultiObjectiveOptimizationConfig) or goal.is_moo_problem:
+    if goal.is_moo_problem:
         return _front_improved(rows, metrics, old, new, goal)
     return _best_improved(rows, metrics, old, new, goal)
 
