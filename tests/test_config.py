@@ -195,7 +195,10 @@ def test_settings_from_a_json_file(tmp_path, monkeypatch: pytest.MonkeyPatch) ->
 def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
     """benchmarks/results/holdout4/DECISION.md chose ``saas_full``: the default resolves to
     exactly the configuration its committed tuning runs ran with (a SAAS member beside the
-    start set, kept; every member fitted to convergence)."""
+    start set, kept; every member fitted to convergence), but for ``fit_timeout``: the
+    60 s wall-clock cap they ran with is opt-in since issue 52 item 11 (same seed, same
+    run on any machine); it rejected kernels in some of their rounds, so the default's
+    effect goes into the cost issue's non-inferiority runs."""
     cfg = KernelDiscoveryConfig()
     assert [e["name"] for e in cfg.start_kernels or []] == ["SAAS"] and cfg.keep_start_set
     assert cfg.keep_kernels == ("RBF", "Matern52", "SAAS") and cfg.fit_maxiter is None
@@ -205,6 +208,11 @@ def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
     for path in runs[::9]:
         run = json.loads(path.read_text())
         resolved = method_kd_config("kd", None, run["seed"]).model_dump(mode="json")
+        # but the wall-clock cap, opt-in since issue 52 item 11 (those runs had 60 s)
+        assert (resolved.pop("fit_timeout"), run["resolved_kd_config"].pop("fit_timeout")) == (
+            None,
+            60.0,
+        )
         assert resolved == run["resolved_kd_config"], path.name
 
 
