@@ -697,6 +697,7 @@ class KernelDiscoveryConfig(BaseModel):
 
         Raises:
             FileNotFoundError: A path that is not a file.
+            TypeError: Not one of those forms (a list, a number), saying which they are.
             ValueError: A file that does not hold a JSON object, or a bad setting
                 (pydantic's ``ValidationError``, which names the field).
         """
@@ -706,6 +707,13 @@ class KernelDiscoveryConfig(BaseModel):
             return config
         if isinstance(config, str | os.PathLike):
             return cls.model_validate(_json_object(Path(config)))
+        if not isinstance(config, Mapping):
+            raise TypeError(
+                "a kernel-discovery config is a KernelDiscoveryConfig, a dict of its fields "
+                "(flat or by section), the path of a JSON file holding one, or None; got "
+                f"{type(config).__name__} {repr(config)[:80]}. Pass one config, e.g. "
+                'KernelDiscoveryConfig(population_size=8) or {"population_size": 8}'
+            )
         return cls.model_validate(dict(config))
 
     def section(self, name: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -111,6 +112,18 @@ def test_coerce_takes_every_form_of_a_config() -> None:
     assert KernelDiscoveryConfig.coerce({"population": {"population_size": 8}}) == config
     with pytest.raises(ValidationError, match="unknown setting 'populaton_size'"):
         KernelDiscoveryConfig.coerce({"populaton_size": 8})
+
+
+@pytest.mark.parametrize("given", [[{"population_size": 8}], [("population_size", 8)], 8])
+def test_coerce_refuses_what_is_not_a_config_naming_the_forms(given: Any) -> None:
+    """Issue 52 item 19: a config given as a list raised a raw ``TypeError`` of
+    ``dict(...)`` (or, for a list of pairs, was silently taken as a mapping)."""
+    from ax_kernel_discovery import kernel_discovery_generation_strategy
+
+    with pytest.raises(TypeError, match=rf"a dict of its fields.*got {type(given).__name__}"):
+        KernelDiscoveryConfig.coerce(given)
+    with pytest.raises(TypeError, match="Pass one config"):
+        kernel_discovery_generation_strategy(given)
 
 
 def test_coerce_reads_a_json_file_of_settings(tmp_path: Path) -> None:
