@@ -307,21 +307,23 @@ class KernelDiscoveryConfig(BaseModel):
         description="Warm-started L-BFGS steps a member gets in the halving screen (0: scored "
         "at last round's hyperparameters without a fit).",
     )
-    fit_timeout: float = Field(
-        60.0,
+    fit_timeout: float | None = Field(
+        None,
         gt=0,
         le=3600,
-        description="Seconds allowed for validating one kernel, and the time cap of one "
-        "kernel's L-BFGS fit (a capped fit keeps its best hyperparameters so far). A kernel "
-        "whose fit took longer than this and more than slow_fit_factor x the round's fastest "
-        "fit is rejected, so at a scale where every fit needs the cap (n = 1000, D = 6392 on a "
-        "CPU) the round still chooses among the start kernels.",
+        description="Opt-in wall-clock cap (seconds) of one kernel's L-BFGS fit and of a code "
+        "kernel's fit check. None (the default): no decision reads the clock, so a seed gives "
+        "the same run on any machine; fits are bounded by iterations (fit_maxiter). A number: "
+        "a capped fit keeps its best hyperparameters so far, the round's record names it "
+        "(fit_capped), and a kernel whose fit took longer than this and more than "
+        "slow_fit_factor x the round's fastest fit is rejected (stage timeout); results then "
+        "depend on the machine's speed.",
     )
     slow_fit_factor: float = Field(
         3.0,
         ge=1.0,
-        description="A fit over fit_timeout is rejected when it took more than this many times "
-        "the round's fastest fit.",
+        description="With fit_timeout: a fit over fit_timeout is rejected when it took more "
+        "than this many times the round's fastest fit.",
     )
     fit_maxiter: int | None = Field(
         None,
@@ -330,7 +332,7 @@ class KernelDiscoveryConfig(BaseModel):
         description="L-BFGS iterations per round for a member warm-started from last round's "
         "hyperparameters (new kernels get 4x); members keep converging over rounds. None (the "
         "default since the hold-out study's round 4): BoTorch's default, every fit to "
-        "convergence within fit_timeout.",
+        "convergence (scipy's L-BFGS-B cap of 15000 iterations).",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."
@@ -725,6 +727,7 @@ class KernelDiscoveryConfig(BaseModel):
 
         Raises:
             FileNotFoundError: A path that is not a file.
+            TypeError: Not one of those forms (a list, a number), saying which they are.
             ValueError: A file that does not hold a JSON object, or a bad setting
                 (pydantic's ``ValidationError``, which names the field).
         """
@@ -734,6 +737,13 @@ class KernelDiscoveryConfig(BaseModel):
             return config
         if isinstance(config, str | os.PathLike):
             return cls.model_validate(_json_object(Path(config)))
+        if not isinstance(config, Mapping):
+            raise TypeError(
+                "a kernel-discovery config is a KernelDiscoveryConfig, a dict of its fields "
+                "(flat or by section), the path of a JSON file holding one, or None; got "
+                f"{type(config).__name__} {repr(config)[:80]}. Pass one config, e.g. "
+                'KernelDiscoveryConfig(population_size=8) or {"population_size": 8}'
+            )
         return cls.model_validate(dict(config))
 
     def section(self, name: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ax_kernel_discovery.kernels import SaasMatern52Kernel
 from ax_kernel_discovery.sandbox import load_kernel_class
 from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 from ax_kernel_discovery.validation import (
+    SANDBOX_FIT_SECONDS,
     CheckTimeout,
     ValidationOptions,
     ValidationResult,
@@ -469,12 +470,13 @@ def test_options_defaults_and_derived_cpu_limit() -> None:
     assert (opts.n, opts.jitter, opts.fit_timeout, opts.check_fit, opts.memory_mb) == (
         20,
         1e-6,
-        60.0,
+        None,  # no wall-clock limit of the fit check (issue 52 item 11)
         True,
         None,  # measured: the child's start-up size + memory_headroom_mb
     )
     assert (opts.memory_headroom_mb, opts.device) == (3072, "cpu")
-    assert opts.wall_limit == opts.fit_timeout + opts.wall_margin
+    assert opts.wall_limit == SANDBOX_FIT_SECONDS + opts.wall_margin  # the safety net
+    assert opts.updated(fit_timeout=60.0).wall_limit == 60.0 + opts.wall_margin
     assert opts.cpu_seconds >= opts.wall_limit
     short = opts.updated(fit_timeout=1.0, wall_margin=2.0)
     assert short.cpu_seconds == 3 + 5
@@ -505,3 +507,19 @@ def test_validate_kernel_code_rejects_statically_without_a_child() -> None:
     assert time.perf_counter() - start < 0.5
     res = validate_kernel_code("x = 1", 5, memory_mb="lots")
     assert res.stage == "error" and "bad options" in res.reason
+
+
+def test_the_fit_check_reads_no_clock_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 52 item 11: without ``fit_timeout`` the fit check is bounded by its
+    iterations only, so on a clock 1000x slow (every interval 1000x longer) a kernel
+    still passes; with one (opt-in) it is refused as a timeout, by name."""
+    real = time.perf_counter
+    start = real()
+    monkeypatch.setattr(time, "perf_counter", lambda: start + (real() - start) * 1000.0)
+    real_monotonic = time.monotonic
+    begin = real_monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: begin + (real_monotonic() - begin) * 1000.0)
+    factory = lambda d: RBFKernel(ard_num_dims=d)  # noqa: E731
+    assert check_kernel(factory, 4).ok
+    capped = check_kernel(factory, 4, fit_timeout=1.0)
+    assert (capped.ok, capped.stage) == (False, "timeout")

@@ -34,7 +34,6 @@ acquisition through the protocols of :mod:`.acquisition`.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
@@ -327,11 +326,14 @@ class KernelDiscoverySurrogate(Surrogate):
         self.state.keep(rec, self.config.history_limit)
         if not self._in_fit:  # called on its own: the round is over
             self.state.round_index += 1
+        if rec.guarded:
+            why = " (a guard round: Ax's default model)"
+        elif rec.chosen_score is not None:
+            why = f" (score {rec.chosen_score:.4g})"
+        else:
+            why = ""
         logger.info(
-            "kernel discovery round %d: chose %s (%.4g)",
-            rec.round,
-            rec.chosen,
-            rec.chosen_score or math.nan,
+            "kernel discovery round %d: chose %s for %s%s", rec.round, rec.chosen, rec.outcome, why
         )
 
     def _new_population(self, dim: int | None = None) -> Population:

@@ -32,13 +32,33 @@ class DiscoveredKernel(Kernel):
     the candidate (its source) and the inner kernel's state dict, and rebuilds the
     inner kernel when unpickled (also by ``copy.deepcopy``).
 
+    It is not a kernel to name in a ``ModelConfig`` by itself (Ax's custom-kernel
+    recipe, ``ModelConfig(covar_module_class=DiscoveredKernel)``): without its
+    ``candidate`` it says what to use instead, :func:`~ax_kernel_discovery.model_config_for`.
+
     Args:
         candidate: ``KernelCandidate.model_dump_json()`` of the member.
         ard_num_dims: Input dimension D (filled by Ax from the dataset).
         **kwargs: Passed to :class:`gpytorch.kernels.Kernel` (``batch_shape`` is dropped).
+
+    Raises:
+        TypeError: No ``candidate`` (or no ``ard_num_dims``), with the way that works.
     """
 
-    def __init__(self, candidate: str, ard_num_dims: int, **kwargs: Any) -> None:
+    def __init__(
+        self, candidate: str | None = None, ard_num_dims: int | None = None, **kwargs: Any
+    ) -> None:
+        if candidate is None or ard_num_dims is None:
+            missing = "candidate" if candidate is None else "ard_num_dims"
+            raise TypeError(
+                f"DiscoveredKernel needs {missing!r}: it wraps one kernel of a population "
+                "(candidate=KernelCandidate.model_dump_json()) so that Ax can store it, and "
+                "is not a kernel to name in a ModelConfig by itself. For one kernel in your "
+                "own SurrogateSpec use ax_kernel_discovery.model_config_for(kernel) (a "
+                "library kernel 'kernels.json:NAME', a KernelCandidate or a base kernel "
+                "name), e.g. SurrogateSpec(model_configs=[model_config_for(kernel)]); for "
+                "kernel discovery itself, kernel_discovery_generation_strategy()"
+            )
         kwargs.pop("batch_shape", None)
         super().__init__(**kwargs)
         self.candidate = KernelCandidate.model_validate_json(candidate)

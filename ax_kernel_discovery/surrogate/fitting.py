@@ -241,18 +241,24 @@ class KernelFitter:
     def drop_slow_fits(
         self, models: dict[str, FittedKernel], ctx: RoundContext
     ) -> dict[str, FittedKernel]:
-        """Reject the kernels whose fit took more than ``fit_timeout`` and more than
-        ``slow_fit_factor`` times the round's fastest fit (a recorded ``timeout``).
+        """With a wall-clock cap (``fit_timeout``, opt-in): name the fits that reached it in
+        the record (``fit_capped``), and reject the kernels whose fit took more than
+        ``fit_timeout`` and more than ``slow_fit_factor`` times the round's fastest fit (a
+        recorded ``timeout``). Without one (the default) nothing here reads the clock.
 
         The limit is relative so that a problem where every fit needs the time cap (a
         large n and D on a CPU) still has kernels to choose from, while a kernel far
         slower than its peers (it also slows every acquisition step) is refused.
         """
         rec = ctx.rec
+        timeout = self.config.fit_timeout
         seconds = {k: v.refit_seconds for k, v in models.items() if v.refit_seconds is not None}
-        if not seconds:
+        if timeout is None or not seconds:
             return models
-        limit = max(self.config.fit_timeout, self.config.slow_fit_factor * min(seconds.values()))
+        rec.fit_capped += [
+            k for k, t in seconds.items() if t >= timeout and k not in rec.fit_capped
+        ]
+        limit = max(timeout, self.config.slow_fit_factor * min(seconds.values()))
         for name, elapsed in seconds.items():
             if elapsed > limit:
                 models.pop(name)  # the round then drops it (and its warm start)

@@ -63,6 +63,9 @@ class RoundRecord(BaseModel):
     portfolio_rewards: dict[str, float] = Field(default_factory=dict)
     #: Members whose held-out forecast could not be scored this round.
     heldout_failed: list[str] = Field(default_factory=list)
+    #: With a wall-clock cap (``fit_timeout``, opt-in): the kernels whose fit reached it
+    #: this round (it kept their best hyperparameters so far); empty without a cap.
+    fit_capped: list[str] = Field(default_factory=list)
     #: ``selection="halving"``: how many screened members were refitted as finalists.
     finalists: int | None = None
     #: Whether the proposals were asked for during the last acquisition

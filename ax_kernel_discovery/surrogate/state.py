@@ -22,7 +22,10 @@ history, the next round needs:
   digest of their bytes, stable across processes (Python's ``hash`` of bytes is salted
   per process by ``PYTHONHASHSEED``). Constant size, whatever the number of rounds;
 * **the proposer's dedup keys** (the offline operator never proposes a kernel it has
-  seen): 8 bytes per key seen, about 10-40 KB after 1000 rounds.
+  seen): 8 bytes per key seen, about 10-40 KB after 1000 rounds;
+* **every round's index and size**, per outcome (:class:`PastRound`: what the guard
+  count, the held-out forecast and the batches read), so that ``history_limit``, which
+  trims the round records, changes nothing but memory: two numbers per round.
 
 The dedup fingerprints (Gram signatures of the members on fixed reference points) are
 recomputed from the members when needed, not saved: they depend only on the member and
@@ -328,7 +331,7 @@ class OutcomeState:
             self.last_choice,
             row_rounds=self.row_rounds,
             ymap=self.ymap,
-            rounds=self.rounds,
+            rounds=list(self.rounds),
         )
 
     def drop(self, name: str) -> None:

@@ -439,3 +439,30 @@ def test_new_composites_inherit_their_members_fitted_parameters() -> None:
     for rec in inherited:
         assert rec.chosen == min(rec.scores, key=rec.scores.get)
         assert set(rec.accepted) <= set(rec.scores)  # every inheriting kernel was fitted
+
+
+def test_the_round_log_line_names_the_outcome_and_no_nan(
+    kd_caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 52 item 19: in a multi-objective run each outcome's line names it (it read
+    "round 1: chose RBF" then "round 1: chose SL"), and a guard round says it is one
+    (it logged "(nan)")."""
+    from ax_kernel_discovery import kernel_discovery_generation_strategy
+    from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
+
+    config = {"population_size": 3, "proposals_per_round": 0, "fit_maxiter": 5}
+    strategy = kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
+    client = unit_box_client(3, strategy, objective="-a, -b")
+    with kd_caplog.at_level(logging.INFO, logger="ax_kernel_discovery.surrogate.core"):
+        for size in (4, 2, 2):
+            for index, p in client.get_next_trials(max_trials=size).items():
+                a = sum((v - 0.3) ** 2 for v in p.values())
+                client.complete_trial(index, raw_data={"a": a, "b": 1.0 - a + 0.1 * p["x0"]})
+    lines = [r.getMessage() for r in kd_caplog.records if "kernel discovery round" in r.message]
+    assert lines[:2] == [
+        f"kernel discovery round 0: chose AxDefault for {o} (a guard round: Ax's default model)"
+        for o in ("a", "b")
+    ]
+    assert [line.split(" for ")[1].split(" ")[0] for line in lines[2:]] == ["a", "b"]
+    assert all(" (score " in line for line in lines[2:])
+    assert not any("nan" in line for line in lines)

@@ -129,3 +129,25 @@ def test_batch_shape_is_read_without_walking_the_sub_kernels(
     lazy = kernel(x, x[..., :3, :])
     assert lazy.shape == (2, 4, 3)
     assert lazy.to_dense().shape == (2, 4, 3)
+
+
+def test_naming_the_class_in_a_model_config_says_what_works() -> None:
+    """Issue 52 item 19: ``ModelConfig(covar_module_class=DiscoveredKernel)``, as Ax's
+    custom-kernel docs suggest, raised ``TypeError: ... missing 'candidate'``; the error
+    now names the way that works (``model_config_for``), here and through Ax's fit."""
+    from ax.core.search_space import SearchSpaceDigest
+    from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+    from ax.generators.torch.botorch_modular.utils import ModelConfig
+    from botorch.utils.datasets import SupervisedDataset
+
+    with pytest.raises(TypeError, match=r"needs 'candidate'.*model_config_for\(kernel\)"):
+        DiscoveredKernel(ard_num_dims=3)
+    names = ["x0", "x1", "x2"]
+    X = torch.rand(6, 3, dtype=torch.float64)
+    data = SupervisedDataset(X, X.sum(-1, keepdim=True), feature_names=names, outcome_names=["f"])
+    spec = SurrogateSpec(model_configs=[ModelConfig(covar_module_class=DiscoveredKernel)])
+    with pytest.raises(TypeError, match="model_config_for"):
+        Surrogate(surrogate_spec=spec).fit(
+            datasets=[data],
+            search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * 3),
+        )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
+import pytest
 import torch
 from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -127,3 +131,73 @@ def test_members_are_fitted_with_kds_attempts() -> None:
     models = KernelFitter(config, build).fit_all([m.candidate for m in pop], _context(pop))
     fit_options = models["RBF"].config.mll_options["fit_options"]
     assert fit_options["max_attempts"] == MEMBER_FIT_ATTEMPTS
+
+
+def _slowed(clock: Callable[[], float], factor: float) -> Callable[[], float]:
+    """``clock`` running ``factor`` times faster: every interval reads ``factor`` times
+    longer, as on a machine ``factor`` times slower."""
+    start = clock()
+    return lambda: start + (clock() - start) * factor
+
+
+def _clocked_run(
+    monkeypatch: pytest.MonkeyPatch, factor: float, **fields: Any
+) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """A tiny Client run under the defaults (but ``fit_maxiter=5``, for speed, and the
+    fits in this process), with every clock the code reads slowed ``factor`` times: each
+    round's choice, population, admissions, rejections, scores and capped fits, and each
+    batch's arms."""
+    from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
+    from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
+
+    config = {
+        "population_size": 3,
+        "proposals_per_round": 1,
+        "fit_maxiter": 5,
+        "background_fits": "off",
+    }
+    strategy = kernel_discovery_generation_strategy(
+        {**config, **fields}, num_sobol=4, **TINY_ACQUISITION
+    )
+    client = unit_box_client(3, strategy)
+    arms = []
+    with monkeypatch.context() as m:
+        if factor != 1:
+            for name in ("perf_counter", "monotonic", "time"):
+                m.setattr(time, name, _slowed(getattr(time, name), factor))
+        for size in (4, 2, 2, 2):
+            trials = client.get_next_trials(max_trials=size)
+            for index, params in trials.items():
+                x = [params[f"x{i}"] for i in range(3)]
+                value = sum((v - 0.3) ** 2 for v in x) + 0.1 * math.sin(9 * x[0])
+                client.complete_trial(index, raw_data={"f": value})
+            arms.append(sorted(tuple(p.values()) for p in trials.values()))
+    history = surrogate_of(client).history
+    rounds = [
+        (r.round, r.chosen, r.population, r.accepted, r.rejected, r.scores, r.fit_capped)
+        for r in history
+    ]
+    return rounds, arms
+
+
+def test_no_decision_reads_the_clock_under_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 52 item 11: the same seed and code make the same run on a machine 10^5
+    times slower. Fits were capped at fit_timeout=60 s of wall time and kernels rejected
+    as slow ("fit took 60.4s > 60.0s"); by default the fits are bounded by iterations only
+    (fit_maxiter, else L-BFGS-B's own cap) and no rule reads the clock."""
+    rounds, arms = _clocked_run(monkeypatch, 1.0)
+    assert len(rounds) == 3 and any(r[3] for r in rounds)  # new kernels were fitted
+    assert _clocked_run(monkeypatch, 1e5) == (rounds, arms)
+
+
+def test_an_opt_in_wall_clock_cap_is_named_in_the_record_when_it_fires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``fit_timeout`` (opt-in) caps each fit's wall time: on a clock 10^5 times slow the
+    fits reach 5 s, and each round's record names the capped fits (``fit_capped``)."""
+    rounds, _ = _clocked_run(monkeypatch, 1e5, fit_timeout=5.0)
+    assert all(r[6] for r in rounds)  # every round names its capped fits
+    for r in rounds:
+        assert set(r[6]) <= {*r[2], *r[3], *r[5], *(x.name for x in r[4])}
+        slow = [x.reason for x in r[4] if x.stage == "timeout"]
+        assert all("fit_timeout=5.0s" in reason for reason in slow)
