@@ -32,6 +32,7 @@ acquisition through the protocols of :mod:`.acquisition`.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -63,7 +64,7 @@ from ax_kernel_discovery.surrogate.portfolio import Portfolios
 from ax_kernel_discovery.surrogate.proposing import ProposerFactory, ProposerHost
 from ax_kernel_discovery.surrogate.round import RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows
+from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows
 from ax_kernel_discovery.surrogate.state import (
     RoundContext,
     SurrogateState,
@@ -151,6 +152,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self._config = config
         self.state = SurrogateState.from_json(state) if state else SurrogateState()
         self._start_candidates = start_candidates or default_start_candidates
+        self._start_rule = start_rule  # as given (clone_reset passes it on)
         self.proposing = ProposerHost(config, proposer_factory)
         if state:
             self.proposing.load_state_dict(state)
@@ -168,6 +170,8 @@ class KernelDiscoverySurrogate(Surrogate):
         self._in_fit = self._round_used = False
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
+        #: The experiment of the fit Ax is making (see :meth:`observe_experiment`).
+        self._experiment: ExperimentKey | None = None
 
     # --- views -------------------------------------------------------------------------
 
@@ -255,6 +259,7 @@ class KernelDiscoverySurrogate(Surrogate):
     def fit(self, *args: Any, **kwargs: Any) -> None:
         """Ax's ``fit``, one round index per fit; on another experiment the surrogate starts
         afresh (:meth:`~.state.SurrogateState.another_experiment`)."""
+        self.finish_background()  # last round's fits in the background end first
         digest = kwargs.get("search_space_digest", args[1] if len(args) > 1 else None)
         if digest is not None:
             self._start_afresh_for(list(digest.feature_names))
@@ -331,12 +336,11 @@ class KernelDiscoverySurrogate(Surrogate):
         return Population(start, size=c.population_size, patience=c.patience, keep=c.keep_kernels)
 
     def _start_afresh_for(self, features: list[str]) -> None:
-        kept = self.state
-        if kept.features not in (None, features) and (kept.outcomes or kept.history):
-            self.finish_background()  # the last round of the other experiment ends first
-        if kept.another_experiment(features):
+        """Forget the state if this fit is on another experiment (the fit's rows, handed
+        over for this fit, stay)."""
+        experiment, self._experiment = self._experiment, None
+        if self.state.another_experiment(features, experiment):
             self.steps.portfolios.by_outcome = {}
-            self._fit_rows = {}
 
     def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
         kwargs = super()._serialize_attributes_as_kwargs()
@@ -345,13 +349,45 @@ class KernelDiscoverySurrogate(Surrogate):
         return kwargs
 
     def clone_reset(self) -> KernelDiscoverySurrogate:
-        return self.__class__(**self._serialize_attributes_as_kwargs())
+        """A new surrogate with these settings and none of this one's state (Ax's
+        ``Surrogate.clone_reset``): a new population, no history, no round.
+
+        The proposer factory, start set and start rule given to this surrogate come
+        along (bound to the copy where they are this surrogate's methods); Ax's best
+        model configs do too (Ax's cross-validation fits the clone with them).
+        """
+        with self.record_only():  # the state is not needed: no background wait
+            kwargs = self._serialize_attributes_as_kwargs()
+        kwargs.pop("state", None)
+        clone = self.__class__(**kwargs)
+        clone._start_candidates = _rebound(self._start_candidates, self, clone)
+        clone.proposing.factory = _rebound(self.proposing.factory, self, clone)
+        clone.fitter.start_rule = clone._start_rule = _rebound(self._start_rule, self, clone)
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> KernelDiscoverySurrogate:
+        """A copy that starts afresh (:meth:`clone_reset`, its settings deep-copied).
+
+        Ax deep-copies a strategy's generator arguments, this surrogate among them, to
+        copy the strategy *without its state* (``GenerationStrategy.clone_reset``,
+        ``GeneratorSpec.copy``); a surrogate's run lives in it, so the copy leaves it
+        behind. Pickling keeps it (see :meth:`__getstate__`).
+        """
+        clone = self.clone_reset()
+        memo[id(self)] = clone
+        clone.surrogate_spec = copy.deepcopy(self.surrogate_spec, memo)
+        clone.metric_to_best_model_config = copy.deepcopy(self.metric_to_best_model_config, memo)
+        return clone
 
     # --- the acquisition's partner (see .acquisition) ------------------------------------
 
     def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None:
         """Take the rows of the fit Ax is about to make (from :class:`~.rows.ShareRows`)."""
         self._fit_rows = dict(rows)
+
+    def observe_experiment(self, key: ExperimentKey) -> None:
+        """Take the experiment of the fit Ax is about to make (from :class:`~.rows.ShareRows`)."""
+        self._experiment = key
 
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objectives from Ax's objective weights (one row per objective)."""
@@ -404,10 +440,17 @@ class KernelDiscoverySurrogate(Surrogate):
         return {**self.state.to_json(self.config.history_limit), **self.proposing.state_dict()}
 
     def __getstate__(self) -> dict[str, Any]:
-        # Ax deep-copies surrogates; a round whose fits run in the background is completed
-        # first, and the fitted models and this round's portfolios stay behind
+        # pickling: a round whose fits run in the background is completed first, and the
+        # fitted models and this round's portfolios stay behind
         self.finish_background()
         return {**self.__dict__, "state": self.state.without_models()}
+
+
+def _rebound(function: Any, old: object, new: object) -> Any:
+    """``function``, or the same method of ``new`` where it is a method of ``old``."""
+    if function is not None and getattr(function, "__self__", None) is old:
+        return getattr(new, function.__name__)
+    return function
 
 
 __all__ = ["KernelDiscoverySurrogate", "StartCandidates", "default_start_candidates"]

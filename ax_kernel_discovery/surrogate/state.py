@@ -1,7 +1,7 @@
 """What a kernel-discovery surrogate carries from one round to the next, in storable form.
 
 Ax saves a :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` through
-``_serialize_attributes_as_kwargs`` (JSON and SQL storage, ``clone_reset``); a run that
+``_serialize_attributes_as_kwargs`` (JSON and SQL storage); a run that
 is saved and reloaded between every round (the Ax Service API behind a web service)
 must make the same choices as one that never stops. Besides the population and the
 history, the next round needs:
@@ -57,7 +57,7 @@ from torch import Tensor
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey, YMap
+from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows, RowKey, YMap
 
 __all__ = [
     "STATE_FORMAT",
@@ -365,6 +365,8 @@ class SurrogateState:
         objective_weights: Each outcome's direction (see :meth:`record_objectives`).
         objective_matrix: Ax's objectives, one ``{outcome: weight}`` per objective.
         features: The experiment's parameters, in order (``None``: not fitted yet).
+        experiment: The experiment's key (``None``: not known, e.g. a strategy without
+            kernel discovery's BO step, or a state saved before it was kept).
     """
 
     outcomes: dict[str, OutcomeState] = field(default_factory=dict)
@@ -373,6 +375,7 @@ class SurrogateState:
     objective_weights: dict[str, float] = field(default_factory=dict)
     objective_matrix: list[dict[str, float]] = field(default_factory=list)
     features: list[str] | None = None
+    experiment: ExperimentKey | None = None
 
     def record_objectives(self, weights: Tensor, outcomes: Sequence[str]) -> None:
         """Learn the objectives from Ax's objective weights over ``outcomes``: a vector
@@ -430,6 +433,7 @@ class SurrogateState:
             self.objective_weights,
             self.objective_matrix,
             self.features,
+            self.experiment,
         )
 
     def keep(self, record: RoundRecord, limit: int) -> None:
@@ -437,26 +441,38 @@ class SurrogateState:
         self.history.append(record)
         self.history = self.history[-limit:]
 
-    def another_experiment(self, features: list[str]) -> bool:
-        """Whether a fit on ``features`` (the parameter names, in order) belongs to another
-        experiment than the state; it then forgets everything (see :meth:`forget`).
+    def another_experiment(
+        self, features: list[str], experiment: ExperimentKey | None = None
+    ) -> bool:
+        """Whether a fit on ``features`` (the parameter names, in order) of ``experiment``
+        (its key; ``None``: not known) belongs to another experiment than the state; it
+        then forgets everything (see :meth:`forget`).
 
         The state (population, warm starts, history, strike bookkeeping, objectives)
-        describes the experiment it was found on; in another one (other parameter names
-        or dimension) its warm starts do not fit and its history would skip the guard
-        round. Kernels travel between experiments through kernel libraries
-        (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
+        describes the experiment it was found on; in another one its warm starts may not
+        fit, its history would skip the guard round and its rows' keys (trial, arm) name
+        other rows. Another experiment is one with other parameter names, or one whose
+        key (:class:`~.rows.ExperimentKey`: name and creation time) is not the state's,
+        where both are known. Kernels travel between experiments through kernel
+        libraries (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
         """
         previous, self.features = self.features, features
-        if previous is None or previous == features or not (self.outcomes or self.history):
+        known = self.experiment
+        if experiment is not None:
+            self.experiment = experiment
+        if not (self.outcomes or self.history):
+            return False
+        if previous is not None and previous != features:
+            why = f"parameters {_describe(previous)}; now {_describe(features)}"
+        elif known is not None and experiment is not None and not known.same_as(experiment):
+            why = f"experiment {known}; now {experiment}"
+        else:
             return False
         logger.warning(
-            "kernel discovery: this surrogate was used on another experiment (parameters "
-            "%s; now %s); it starts afresh: a new population, no history. To carry kernels "
-            "over, export them (export_kernels) and start from them "
-            "(KernelDiscoveryConfig(start_kernels=...))",
-            _describe(previous),
-            _describe(features),
+            "kernel discovery: this surrogate was used on another experiment (%s); it starts "
+            "afresh: a new population, no history. To carry kernels over, export them "
+            "(export_kernels) and start from them (KernelDiscoveryConfig(start_kernels=...))",
+            why,
         )
         self.forget()
         return True
@@ -482,7 +498,8 @@ class SurrogateState:
     def to_json(self, history_limit: int) -> dict[str, Any]:
         """Everything the next round needs, as plain JSON data (see the module docstring):
         the populations, the last ``history_limit`` rounds, the members' warm starts, the
-        last choices and the rows' bookkeeping (:meth:`from_json` reads it back)."""
+        last choices, the rows' bookkeeping and the experiment's parameters and key
+        (:meth:`from_json` reads it back; a state without a key reads as unknown)."""
         warm: dict[str, dict[str, Any]] = {}
         for outcome, kept in self.outcomes.items():
             members = set(kept.population.names)
@@ -500,6 +517,7 @@ class SurrogateState:
             },
             "warm_parameters": warm,
             "features": self.features,
+            "experiment": self.experiment.to_dict() if self.experiment is not None else None,
             "rows": {k: v.rows_to_dict() for k, v in self.outcomes.items()},
         }
 
@@ -520,6 +538,7 @@ class SurrogateState:
             if outcome in outcomes:
                 outcomes[outcome].rows_from_dict(rows)
         features = state.get("features")
+        experiment = state.get("experiment")
         return cls(
             outcomes=outcomes,
             history=[RoundRecord.model_validate(r) for r in state.get("history", [])],
@@ -529,6 +548,7 @@ class SurrogateState:
                 {k: float(v) for k, v in row.items()} for row in state.get("objective_matrix", [])
             ],
             features=list(features) if features is not None else None,
+            experiment=ExperimentKey.from_dict(experiment) if experiment else None,
         )
 
 
