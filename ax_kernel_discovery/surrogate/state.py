@@ -264,6 +264,18 @@ class OutcomeState:
             self.row_rounds.setdefault(key, round_index)
         self.ymap = rows.ymap
 
+    def note_rows_by_position(self, rows: FitRows, history: Sequence[RoundRecord]) -> None:
+        """Key the rows the earlier fits saw by their position (a state saved before rows
+        were keyed by trial, format 1, or fits without keyed rows): Ax hands the rows in
+        trial order, so the fit of round ``r``, on ``n_r`` rows, first saw rows
+        ``n_{r-1} .. n_r - 1``, what those rounds assumed. The rows after the last round's
+        are left to :meth:`note_rows`."""
+        i = 0
+        for rec in sorted(history, key=lambda r: r.round):
+            while i < min(rec.n, len(rows.keys)):
+                self.row_rounds.setdefault(rows.keys[i], rec.round)
+                i += 1
+
     def rows_to_dict(self) -> dict[str, Any]:
         """The row and portfolio bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
         return {
@@ -413,13 +425,17 @@ class SurrogateState:
         n, dim = dataset.X.shape[0], dataset.X.shape[-1]
         if outcome not in self.outcomes:
             self.outcomes[outcome] = OutcomeState(new_population(dim))
+        state = self.outcomes[outcome]
+        history = [r for r in self.history if r.outcome == outcome]
+        if rows is not None and history and not state.row_rounds:
+            state.note_rows_by_position(rows, history)  # earlier fits' rows were not keyed
         return RoundContext(
             outcome=outcome,
-            state=self.outcomes[outcome],
+            state=state,
             dataset=dataset,
             search_space_digest=digest,
             rec=RoundRecord(round=self.round_index, outcome=outcome, n=n, dim=dim),
-            history=[r for r in self.history if r.outcome == outcome],
+            history=history,
             sign=self.objective_weights.get(outcome),
             rows=rows,
         )

@@ -2,8 +2,9 @@
 (issue 30 item 10), and a surrogate handed another experiment starts afresh (item 8).
 
 Issue 52: another experiment is told by its identity, not only by its parameter names
-(item 5), ``clone_reset`` starts afresh (item 5) and the fit that starts afresh keeps its rows
-(item 6)."""
+(item 5), ``clone_reset`` starts afresh (item 5), the fit that starts afresh keeps its rows
+(item 6), and a state saved before rows were keyed by trial (format 1) is continued with
+its batches (item 10)."""
 
 from __future__ import annotations
 
@@ -163,6 +164,29 @@ def test_clone_reset_starts_afresh(saved_run: Path) -> None:
     for clone in (search.clone_reset(), copy.deepcopy(search)):
         assert isinstance(clone, CompositionalSearchSurrogate) and clone.max_depth == 2
         assert clone.proposing.factory == clone.expansion_proposer  # bound to the copy
+
+
+def test_a_format_1_state_is_continued_with_its_batches(saved_run: Path, tmp_path: Path) -> None:
+    """Issue 52 item 10: a state saved before the rows were keyed by trial (format 1) has
+    its rows keyed by position on its first round, as that format assumed; the round
+    then scores its kernels on the batch since (lbo_crps), as the same run saved in
+    format 2 does, instead of falling back to LOO-CRPS."""
+    data = json.loads(saved_run.read_text())
+    for node in _surrogate_kwargs(data):
+        for key in ("format", "objective_matrix", "features", "experiment", "rows"):
+            node["state"].pop(key, None)  # what format 1 did not have
+    old = tmp_path / "format1.json"
+    old.write_text(json.dumps(data))
+    rounds = []
+    for path in (saved_run, old):
+        client = Client.load_from_json_file(str(path))
+        _ask(client)
+        rounds.append(surrogate_of(client).history[-1])
+    now, then = rounds
+    assert now.round == then.round == 1 and now.n == then.n == 7
+    assert then.fit_scores.keys() == now.fit_scores.keys() and now.fit_scores
+    for name, value in now.fit_scores.items():
+        assert then.fit_scores[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
 
 
 def _saved(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
