@@ -84,6 +84,10 @@ _PLACEHOLDER_CONFIGS = [
 #: Builds the start set of a new population for input dimension ``dim`` (``None``: unknown).
 StartCandidates = Callable[[KernelDiscoveryConfig, "int | None"], list[KernelCandidate]]
 
+#: What a fit returns to if its round is cut short: the state, the proposers' states and
+#: the batch portfolios (see :meth:`KernelDiscoverySurrogate.fit`).
+_Snapshot = tuple[SurrogateState, Any, dict[str, Any]]
+
 
 def default_start_candidates(
     config: KernelDiscoveryConfig, dim: int | None
@@ -168,6 +172,11 @@ class KernelDiscoverySurrogate(Surrogate):
         self._record_only = False  # see record_only()
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
         self._in_fit = self._round_used = False
+        #: What the fit in progress returns to if it is cut short (see :meth:`fit`).
+        self._before: _Snapshot | None = None
+        #: The arguments of a fit whose round was cut short, run again when Ax next reads
+        #: the model (see :meth:`fit`).
+        self._interrupted: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
         #: The experiment of the fit Ax is making (see :meth:`observe_experiment`).
@@ -256,20 +265,71 @@ class KernelDiscoverySurrogate(Surrogate):
 
     # --- Ax's hooks ----------------------------------------------------------------------
 
+    @property
+    def model(self) -> Model:
+        """Ax's fitted model (a fit whose round was cut short runs again first)."""
+        self._run_interrupted_fit()
+        return super().model
+
     def fit(self, *args: Any, **kwargs: Any) -> None:
         """Ax's ``fit``, one round index per fit; on another experiment the surrogate starts
-        afresh (:meth:`~.state.SurrogateState.another_experiment`)."""
+        afresh (:meth:`~.state.SurrogateState.another_experiment`).
+
+        A round cut short (Ctrl-C, Jupyter's stop button, or an error) leaves no trace:
+        the state, the proposers and the batch portfolios return to what they were
+        before the fit, so a state saved then is the one before the round. Ax does not
+        fit the same data twice, so the next time Ax reads the model without fitting
+        again (the retried ask), the round runs on that fit's data under the same index;
+        a fit on new data runs it on those instead.
+        """
+        self._interrupted = None
         self.finish_background()  # last round's fits in the background end first
         digest = kwargs.get("search_space_digest", args[1] if len(args) > 1 else None)
         if digest is not None:
             self._start_afresh_for(list(digest.feature_names))
-        self._in_fit, self._round_used = True, False
+        self._in_fit, self._round_used, self._before = True, False, None
         try:
             super().fit(*args, **kwargs)
-        finally:
+        except BaseException:
+            if self._before is not None:  # a round had begun
+                self._restore(self._before, args, kwargs)
+                self._interrupted = args, kwargs
+            raise
+        else:
             if self._round_used:
                 self.state.round_index += 1
+        finally:
             self._in_fit = self._round_used = False
+            self._before = None
+
+    def _run_interrupted_fit(self) -> None:
+        """Run the fit whose round was cut short (see :meth:`fit`), once."""
+        if self._interrupted is not None and not self._in_fit:
+            args, kwargs = self._interrupted
+            logger.info("kernel discovery: running the round that was cut short again")
+            self.fit(*args, **kwargs)
+
+    def _snapshot(self) -> _Snapshot:
+        return (
+            self.state.snapshot(),
+            self.proposing.snapshot(),
+            dict(self.steps.portfolios.by_outcome),
+        )
+
+    def _restore(
+        self, snapshot: _Snapshot, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> None:
+        """Return to ``snapshot``; Ax's caches of the fit's datasets are dropped, so that
+        its next fit on them runs every outcome's round again."""
+        state, proposing, portfolios = snapshot
+        self.background.discard()
+        self.state.restore(state)
+        self.proposing.restore(proposing)
+        self.steps.portfolios.by_outcome = portfolios
+        for dataset in kwargs.get("datasets", args[0] if args else ()):
+            key = tuple(dataset.outcome_names)
+            self._submodels.pop(key, None)
+            self._last_datasets.pop(key, None)
 
     def model_selection(
         self,
@@ -283,6 +343,8 @@ class KernelDiscoverySurrogate(Surrogate):
         t_start = time.perf_counter()
         outcome = dataset.outcome_names[0]
         self._finish_background(outcome)
+        if self._in_fit and self._before is None:  # the fit's first round begins
+            self._before = self._snapshot()
         rows = self._fit_rows.get(outcome)
         if rows is not None and not rows.matches(dataset.Y):
             rows = None  # not the rows of this dataset (Ax fitted it another way)
@@ -391,6 +453,7 @@ class KernelDiscoverySurrogate(Surrogate):
 
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objectives from Ax's objective weights (one row per objective)."""
+        self._run_interrupted_fit()  # the round comes first, as in a fit never cut short
         self.state.record_objectives(weights, list(self.outcomes))
 
     def acqf_class_for(self, chosen: type[AcquisitionFunction]) -> type[AcquisitionFunction]:

@@ -39,6 +39,7 @@ an outcome's state plus the round's data and record.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import logging
 import re
@@ -218,6 +219,10 @@ class FittedModels(MutableMapping[str, Model]):
     def __len__(self) -> int:
         return len(self._models) + sum(k not in self._models for k in self._builders)
 
+    def copy(self) -> FittedModels:
+        """A new mapping of the same models and builders."""
+        return FittedModels(self._models, self._builders)
+
 
 @dataclass
 class OutcomeState:
@@ -275,6 +280,13 @@ class OutcomeState:
             while i < min(rec.n, len(rows.keys)):
                 self.row_rounds.setdefault(rows.keys[i], rec.round)
                 i += 1
+
+    def snapshot(self) -> OutcomeState:
+        """A copy to return to (:meth:`SurrogateState.restore`): everything is copied but
+        last round's fitted models, which the copy shares."""
+        models = self.fitted_models
+        shared = models.copy() if isinstance(models, FittedModels) else dict(models)
+        return copy.deepcopy(self, memo={id(models): shared})
 
     def rows_to_dict(self) -> dict[str, Any]:
         """The row and portfolio bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
@@ -451,6 +463,32 @@ class SurrogateState:
             self.features,
             self.experiment,
         )
+
+    def snapshot(self) -> SurrogateState:
+        """A copy to return to with :meth:`restore` (a round cut short leaves no trace):
+        everything is copied but last round's fitted models, which the copy shares."""
+        return SurrogateState(
+            {k: v.snapshot() for k, v in self.outcomes.items()},
+            list(self.history),  # a round's record is not changed once it is kept
+            self.round_index,
+            dict(self.objective_weights),
+            [dict(row) for row in self.objective_matrix],
+            None if self.features is None else list(self.features),
+            self.experiment,
+        )
+
+    def restore(self, saved: SurrogateState) -> None:
+        """Return to ``saved`` (a :meth:`snapshot` of this state), in place: an outcome
+        state that others hold (last round's batch portfolio) stays the state's."""
+        outcomes: dict[str, OutcomeState] = {}
+        for name, kept in saved.outcomes.items():
+            live = self.outcomes.get(name)
+            if live is not None:
+                vars(live).update(vars(kept))
+                kept = live
+            outcomes[name] = kept
+        vars(self).update(vars(saved))
+        self.outcomes = outcomes
 
     def keep(self, record: RoundRecord, limit: int) -> None:
         """Append a round's record to the history, which keeps the last ``limit``."""
