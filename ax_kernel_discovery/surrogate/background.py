@@ -296,6 +296,15 @@ class BackgroundFits:
         self.pending[ctx.outcome] = PendingRound(ctx, accepted, choice, models, job, future)
         return handed
 
+    def discard(self) -> None:
+        """Forget the pending rounds (they were cut short: see
+        :meth:`~ax_kernel_discovery.KernelDiscoverySurrogate.fit`); a worker still fitting
+        finishes unheard."""
+        for pending in self.pending.values():
+            if pending.future is not None:
+                pending.future.cancel()
+        self.pending = {}
+
     def complete(self, outcome: str, objectives: Objectives) -> RoundContext | None:
         """Wait for the worker's fits of ``outcome``'s pending round and end the round as a
         round fitted in this process ends (:meth:`~.round.RoundSteps.end`).

@@ -33,6 +33,7 @@ acquisition through the protocols of :mod:`.acquisition`.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -65,7 +66,7 @@ from ax_kernel_discovery.surrogate.portfolio import Portfolios
 from ax_kernel_discovery.surrogate.proposing import ProposerFactory, ProposerHost
 from ax_kernel_discovery.surrogate.round import RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows
+from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows
 from ax_kernel_discovery.surrogate.state import (
     RoundContext,
     SurrogateState,
@@ -84,6 +85,10 @@ _PLACEHOLDER_CONFIGS = [
 
 #: Builds the start set of a new population for input dimension ``dim`` (``None``: unknown).
 StartCandidates = Callable[[KernelDiscoveryConfig, "int | None"], list[KernelCandidate]]
+
+#: What a fit returns to if its round is cut short: the state, the proposers' states and
+#: the batch portfolios (see :meth:`KernelDiscoverySurrogate.fit`).
+_Snapshot = tuple[SurrogateState, Any, dict[str, Any]]
 
 
 def default_start_candidates(
@@ -154,6 +159,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self._config = config
         self.state = SurrogateState.from_json(state) if state else SurrogateState()
         self._start_candidates = start_candidates or default_start_candidates
+        self._start_rule = start_rule  # as given (clone_reset passes it on)
         self.proposing = ProposerHost(config, proposer_factory)
         if state:
             self.proposing.load_state_dict(state)
@@ -169,10 +175,17 @@ class KernelDiscoverySurrogate(Surrogate):
         self._record_only = False  # see record_only()
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
         self._in_fit = self._round_used = False
+        #: What the fit in progress returns to if it is cut short (see :meth:`fit`).
+        self._before: _Snapshot | None = None
+        #: The arguments of a fit whose round was cut short, run again when Ax next reads
+        #: the model (see :meth:`fit`).
+        self._interrupted: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         #: The rows of the fit Ax is making, by outcome (see :meth:`observe_fit_rows`).
         self._fit_rows: dict[str, FitRows] = {}
         #: The optimization config of that fit, in the metrics' units (see :meth:`observe_goal`).
         self._fit_goal: OptimizationConfig | None = None
+        #: The experiment of the fit Ax is making (see :meth:`observe_experiment`).
+        self._experiment: ExperimentKey | None = None
 
     # --- views -------------------------------------------------------------------------
 
@@ -257,19 +270,71 @@ class KernelDiscoverySurrogate(Surrogate):
 
     # --- Ax's hooks ----------------------------------------------------------------------
 
+    @property
+    def model(self) -> Model:
+        """Ax's fitted model (a fit whose round was cut short runs again first)."""
+        self._run_interrupted_fit()
+        return super().model
+
     def fit(self, *args: Any, **kwargs: Any) -> None:
         """Ax's ``fit``, one round index per fit; on another experiment the surrogate starts
-        afresh (:meth:`~.state.SurrogateState.another_experiment`)."""
+        afresh (:meth:`~.state.SurrogateState.another_experiment`).
+
+        A round cut short (Ctrl-C, Jupyter's stop button, or an error) leaves no trace:
+        the state, the proposers and the batch portfolios return to what they were
+        before the fit, so a state saved then is the one before the round. Ax does not
+        fit the same data twice, so the next time Ax reads the model without fitting
+        again (the retried ask), the round runs on that fit's data under the same index;
+        a fit on new data runs it on those instead.
+        """
+        self._interrupted = None
+        self.finish_background()  # last round's fits in the background end first
         digest = kwargs.get("search_space_digest", args[1] if len(args) > 1 else None)
         if digest is not None:
             self._start_afresh_for(list(digest.feature_names))
-        self._in_fit, self._round_used = True, False
+        self._in_fit, self._round_used, self._before = True, False, None
         try:
             super().fit(*args, **kwargs)
-        finally:
+        except BaseException:
+            if self._before is not None:  # a round had begun
+                self._restore(self._before, args, kwargs)
+                self._interrupted = args, kwargs
+            raise
+        else:
             if self._round_used:
                 self.state.round_index += 1
+        finally:
             self._in_fit = self._round_used = False
+            self._before = None
+
+    def _run_interrupted_fit(self) -> None:
+        """Run the fit whose round was cut short (see :meth:`fit`), once."""
+        if self._interrupted is not None and not self._in_fit:
+            args, kwargs = self._interrupted
+            logger.info("kernel discovery: running the round that was cut short again")
+            self.fit(*args, **kwargs)
+
+    def _snapshot(self) -> _Snapshot:
+        return (
+            self.state.snapshot(),
+            self.proposing.snapshot(),
+            dict(self.steps.portfolios.by_outcome),
+        )
+
+    def _restore(
+        self, snapshot: _Snapshot, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> None:
+        """Return to ``snapshot``; Ax's caches of the fit's datasets are dropped, so that
+        its next fit on them runs every outcome's round again."""
+        state, proposing, portfolios = snapshot
+        self.background.discard()
+        self.state.restore(state)
+        self.proposing.restore(proposing)
+        self.steps.portfolios.by_outcome = portfolios
+        for dataset in kwargs.get("datasets", args[0] if args else ()):
+            key = tuple(dataset.outcome_names)
+            self._submodels.pop(key, None)
+            self._last_datasets.pop(key, None)
 
     def model_selection(
         self,
@@ -283,6 +348,8 @@ class KernelDiscoverySurrogate(Surrogate):
         t_start = time.perf_counter()
         outcome = dataset.outcome_names[0]
         self._finish_background(outcome)
+        if self._in_fit and self._before is None:  # the fit's first round begins
+            self._before = self._snapshot()
         rows = self._fit_rows.get(outcome)
         if rows is not None and not rows.matches(dataset.Y):
             rows = None  # not the rows of this dataset (Ax fitted it another way)
@@ -341,12 +408,11 @@ class KernelDiscoverySurrogate(Surrogate):
         return Population(start, size=c.population_size, patience=c.patience, keep=c.keep_kernels)
 
     def _start_afresh_for(self, features: list[str]) -> None:
-        kept = self.state
-        if kept.features not in (None, features) and (kept.outcomes or kept.history):
-            self.finish_background()  # the last round of the other experiment ends first
-        if kept.another_experiment(features):
+        """Forget the state if this fit is on another experiment (the fit's rows, handed
+        over for this fit, stay)."""
+        experiment, self._experiment = self._experiment, None
+        if self.state.another_experiment(features, experiment):
             self.steps.portfolios.by_outcome = {}
-            self._fit_rows = {}
 
     def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
         kwargs = super()._serialize_attributes_as_kwargs()
@@ -355,7 +421,35 @@ class KernelDiscoverySurrogate(Surrogate):
         return kwargs
 
     def clone_reset(self) -> KernelDiscoverySurrogate:
-        return self.__class__(**self._serialize_attributes_as_kwargs())
+        """A new surrogate with these settings and none of this one's state (Ax's
+        ``Surrogate.clone_reset``): a new population, no history, no round.
+
+        The proposer factory, start set and start rule given to this surrogate come
+        along (bound to the copy where they are this surrogate's methods); Ax's best
+        model configs do too (Ax's cross-validation fits the clone with them).
+        """
+        with self.record_only():  # the state is not needed: no background wait
+            kwargs = self._serialize_attributes_as_kwargs()
+        kwargs.pop("state", None)
+        clone = self.__class__(**kwargs)
+        clone._start_candidates = _rebound(self._start_candidates, self, clone)
+        clone.proposing.factory = _rebound(self.proposing.factory, self, clone)
+        clone.fitter.start_rule = clone._start_rule = _rebound(self._start_rule, self, clone)
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> KernelDiscoverySurrogate:
+        """A copy that starts afresh (:meth:`clone_reset`, its settings deep-copied).
+
+        Ax deep-copies a strategy's generator arguments, this surrogate among them, to
+        copy the strategy *without its state* (``GenerationStrategy.clone_reset``,
+        ``GeneratorSpec.copy``); a surrogate's run lives in it, so the copy leaves it
+        behind. Pickling keeps it (see :meth:`__getstate__`).
+        """
+        clone = self.clone_reset()
+        memo[id(self)] = clone
+        clone.surrogate_spec = copy.deepcopy(self.surrogate_spec, memo)
+        clone.metric_to_best_model_config = copy.deepcopy(self.metric_to_best_model_config, memo)
+        return clone
 
     # --- the acquisition's partner (see .acquisition) ------------------------------------
 
@@ -367,9 +461,14 @@ class KernelDiscoverySurrogate(Surrogate):
         """Take the optimization config of that fit, derelativized (for the strike rule)."""
         self._fit_goal = goal
 
+    def observe_experiment(self, key: ExperimentKey) -> None:
+        """Take the experiment of the fit Ax is about to make (from :class:`~.rows.ShareRows`)."""
+        self._experiment = key
+
     def record_objective_weights(self, weights: Tensor) -> None:
         """Learn the objectives from Ax's objective weights (one row per objective); a
         batch portfolio is refused here on an experiment of several outcomes."""
+        self._run_interrupted_fit()  # the round comes first, as in a fit never cut short
         self.steps.portfolios.check_outcomes(list(self.outcomes))
         self.state.record_objectives(weights, list(self.outcomes))
 
@@ -420,10 +519,17 @@ class KernelDiscoverySurrogate(Surrogate):
         return {**self.state.to_json(self.config.history_limit), **self.proposing.state_dict()}
 
     def __getstate__(self) -> dict[str, Any]:
-        # Ax deep-copies surrogates; a round whose fits run in the background is completed
-        # first, and the fitted models and this round's portfolios stay behind
+        # pickling: a round whose fits run in the background is completed first, and the
+        # fitted models and this round's portfolios stay behind
         self.finish_background()
         return {**self.__dict__, "state": self.state.without_models()}
+
+
+def _rebound(function: Any, old: object, new: object) -> Any:
+    """``function``, or the same method of ``new`` where it is a method of ``old``."""
+    if function is not None and getattr(function, "__self__", None) is old:
+        return getattr(new, function.__name__)
+    return function
 
 
 __all__ = ["KernelDiscoverySurrogate", "StartCandidates", "default_start_candidates"]

@@ -172,6 +172,11 @@ class KernelFitter:
             return self._start_rule
         return inherit_from_members if self.config.inherit_parameters else None
 
+    @start_rule.setter
+    def start_rule(self, rule: StartRule | None) -> None:
+        """Give the rule (``None``: the one ``config.inherit_parameters`` asks for)."""
+        self._start_rule = rule
+
     def fit_all(
         self,
         cands: list[KernelCandidate],

@@ -217,6 +217,27 @@ class ProposerHost:
             "fallback": dict(state.get("fallback_proposer") or {}) or None,
         }
 
+    def snapshot(self) -> tuple[dict[str, Any], dict[tuple[str, int, int], Future[Proposal]]]:
+        """What :meth:`restore` returns to: the proposers' states and the prefetched
+        proposals (a round cut short leaves no trace)."""
+        return self.state_dict(), dict(self._prefetch)
+
+    def restore(
+        self, snapshot: tuple[dict[str, Any], dict[tuple[str, int, int], Future[Proposal]]]
+    ) -> None:
+        """Return the proposers to a :meth:`snapshot` at once (what they have seen since
+        is forgotten), with the prefetched proposals it held."""
+        state, prefetch = snapshot
+        self.load_state_dict(state)
+        for name, proposer in (("proposer", self._proposer), ("fallback", self._fallback)):
+            if proposer is not None:
+                proposer.load_state_dict(self._states[name] or {})
+                self._states[name] = None
+        for key, future in self._prefetch.items():
+            if prefetch.get(key) is not future:  # asked for by the rounds undone
+                future.cancel()
+        self._prefetch = dict(prefetch)
+
     def close(self) -> None:
         """Stop the prefetch thread and release what the proposer holds (a local LLM server)."""
         for future in self._prefetch.values():

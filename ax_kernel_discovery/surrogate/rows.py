@@ -19,7 +19,9 @@ rows: their keys in the dataset's order, their raw values and the map Ax's trans
 applied (:class:`FitRows`). Ax's transforms are not changed; the map is derived from
 their fitted state and checked against the values they produced, row by row, before it
 is used (a transform this module does not know makes the map ``None``, and the surrogate
-then falls back to re-standardizing the older rows, as before).
+then falls back to re-standardizing the older rows, as before). It also tells the
+surrogate which experiment the rows come from (:class:`ExperimentKey`), so that a
+surrogate reused on another experiment starts afresh.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -40,11 +43,14 @@ from ax.adapter.transforms.utils import (
     match_ci_width,
 )
 from ax.adapter.transforms.winsorize import Winsorize
+from ax.core.experiment import Experiment
 from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpace
 from ax.exceptions.core import DataRequiredError
 
 __all__ = [
+    "ExperimentKey",
+    "ExperimentObserver",
     "FitRows",
     "GoalObserver",
     "RowKey",
@@ -147,6 +153,65 @@ class FitRows:
         )
 
 
+@dataclass(frozen=True)
+class ExperimentKey:
+    """Which Ax experiment a surrogate's rows come from: its name and creation time.
+
+    Ax gives every experiment its creation time (``Experiment.time_created``), to the
+    microsecond, and keeps it through JSON storage; SQL storage keeps whole seconds.
+    Two keys name the same experiment when their times agree (to the second where one
+    of them was read back from SQL, so has no microseconds) and so do their names where
+    both are known (a name may be given later, e.g. before saving to SQL). The search
+    space and the outcomes are not part of it: an experiment may change them while it
+    runs.
+
+    Attributes:
+        name: The experiment's name (``None``: it has none).
+        created: Its creation time (``datetime.isoformat``, local time as Ax keeps it).
+    """
+
+    name: str | None
+    created: str
+
+    @classmethod
+    def of(cls, experiment: Experiment) -> ExperimentKey:
+        """The key of an Ax experiment."""
+        name = experiment.name if experiment.has_name else None
+        return cls(name=name, created=experiment.time_created.isoformat())
+
+    def same_as(self, other: ExperimentKey) -> bool:
+        """Whether ``other`` names the same experiment (see the class docstring)."""
+        if self.name is not None and other.name is not None and self.name != other.name:
+            return False
+        if self.created == other.created:
+            return True
+        mine, theirs = datetime.fromisoformat(self.created), datetime.fromisoformat(other.created)
+        whole_seconds = mine.microsecond == 0 or theirs.microsecond == 0
+        return whole_seconds and mine.replace(microsecond=0) == theirs.replace(microsecond=0)
+
+    def to_dict(self) -> dict[str, str | None]:
+        """JSON form (:meth:`from_dict` reads it back)."""
+        return {"name": self.name, "created": self.created}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExperimentKey:
+        """Inverse of :meth:`to_dict`."""
+        name = data.get("name")
+        return cls(name=None if name is None else str(name), created=str(data["created"]))
+
+    def __str__(self) -> str:
+        name = repr(self.name) if self.name is not None else "unnamed"
+        return f"{name}, created {self.created}"
+
+
+@runtime_checkable
+class ExperimentObserver(Protocol):
+    """A surrogate that takes the key of the experiment each fit is on (:class:`ShareRows`
+    calls it before the rows)."""
+
+    def observe_experiment(self, key: ExperimentKey) -> None: ...
+
+
 @runtime_checkable
 class RowsObserver(Protocol):
     """A surrogate that takes each fit's rows (:class:`ShareRows` calls it)."""
@@ -246,8 +311,10 @@ class ShareRows(Transform):
 
     It changes nothing: its data and search space go on as they came. When the adapter's
     generator holds a surrogate that takes rows (:class:`RowsObserver`), it passes it
-    :func:`fit_rows` of the data every fit is built from, and (:class:`GoalObserver`) the
-    fit's optimization config in the metrics' units (:func:`raw_goal`).
+    :func:`fit_rows` of the data every fit is built from, before them the key of the
+    adapter's experiment (:class:`ExperimentObserver`, :class:`ExperimentKey`), and
+    (:class:`GoalObserver`) the fit's optimization config in the metrics' units
+    (:func:`raw_goal`).
 
     Args:
         search_space: The experiment's search space (unused).
@@ -270,6 +337,9 @@ class ShareRows(Transform):
             config=config,
         )
         surrogate = getattr(getattr(adapter, "generator", None), "_surrogate", None)
+        experiment = getattr(adapter, "_experiment", None)
+        if isinstance(experiment, Experiment) and isinstance(surrogate, ExperimentObserver):
+            surrogate.observe_experiment(ExperimentKey.of(experiment))
         raw = getattr(adapter, "_training_data", None)
         if experiment_data is None or raw is None or not isinstance(surrogate, RowsObserver):
             return

@@ -1,7 +1,7 @@
 """What a kernel-discovery surrogate carries from one round to the next, in storable form.
 
 Ax saves a :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` through
-``_serialize_attributes_as_kwargs`` (JSON and SQL storage, ``clone_reset``); a run that
+``_serialize_attributes_as_kwargs`` (JSON and SQL storage); a run that
 is saved and reloaded between every round (the Ax Service API behind a web service)
 must make the same choices as one that never stops. Besides the population and the
 history, the next round needs:
@@ -43,6 +43,7 @@ an outcome's state plus the round's data and record.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import logging
 import re
@@ -62,7 +63,7 @@ from torch import Tensor
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey, YMap
+from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows, RowKey, YMap
 
 __all__ = [
     "STATE_FORMAT",
@@ -251,6 +252,10 @@ class FittedModels(MutableMapping[str, Model]):
     def __len__(self) -> int:
         return len(self._models) + sum(k not in self._models for k in self._builders)
 
+    def copy(self) -> FittedModels:
+        """A new mapping of the same models and builders."""
+        return FittedModels(self._models, self._builders)
+
 
 @dataclass
 class OutcomeState:
@@ -300,6 +305,25 @@ class OutcomeState:
         for key in rows.keys:
             self.row_rounds.setdefault(key, round_index)
         self.ymap = rows.ymap
+
+    def note_rows_by_position(self, rows: FitRows, history: Sequence[RoundRecord]) -> None:
+        """Key the rows the earlier fits saw by their position (a state saved before rows
+        were keyed by trial, format 1, or fits without keyed rows): Ax hands the rows in
+        trial order, so the fit of round ``r``, on ``n_r`` rows, first saw rows
+        ``n_{r-1} .. n_r - 1``, what those rounds assumed. The rows after the last round's
+        are left to :meth:`note_rows`."""
+        i = 0
+        for rec in sorted(history, key=lambda r: r.round):
+            while i < min(rec.n, len(rows.keys)):
+                self.row_rounds.setdefault(rows.keys[i], rec.round)
+                i += 1
+
+    def snapshot(self) -> OutcomeState:
+        """A copy to return to (:meth:`SurrogateState.restore`): everything is copied but
+        last round's fitted models, which the copy shares."""
+        models = self.fitted_models
+        shared = models.copy() if isinstance(models, FittedModels) else dict(models)
+        return copy.deepcopy(self, memo={id(models): shared})
 
     def rows_to_dict(self) -> dict[str, Any]:
         """The row and portfolio bookkeeping as JSON data (see :meth:`rows_from_dict`)."""
@@ -423,6 +447,8 @@ class SurrogateState:
         objective_weights: Each outcome's direction (see :meth:`record_objectives`).
         objective_matrix: Ax's objectives, one ``{outcome: weight}`` per objective.
         features: The experiment's parameters, in order (``None``: not fitted yet).
+        experiment: The experiment's key (``None``: not known, e.g. a strategy without
+            kernel discovery's BO step, or a state saved before it was kept).
     """
 
     outcomes: dict[str, OutcomeState] = field(default_factory=dict)
@@ -431,6 +457,7 @@ class SurrogateState:
     objective_weights: dict[str, float] = field(default_factory=dict)
     objective_matrix: list[dict[str, float]] = field(default_factory=list)
     features: list[str] | None = None
+    experiment: ExperimentKey | None = None
 
     def record_objectives(self, weights: Tensor, outcomes: Sequence[str]) -> None:
         """Learn the objectives from Ax's objective weights over ``outcomes``: a vector
@@ -470,13 +497,17 @@ class SurrogateState:
         n, dim = dataset.X.shape[0], dataset.X.shape[-1]
         if outcome not in self.outcomes:
             self.outcomes[outcome] = OutcomeState(new_population(dim))
+        state = self.outcomes[outcome]
+        history = [r for r in self.history if r.outcome == outcome]
+        if rows is not None and history and not state.row_rounds:
+            state.note_rows_by_position(rows, history)  # earlier fits' rows were not keyed
         return RoundContext(
             outcome=outcome,
-            state=self.outcomes[outcome],
+            state=state,
             dataset=dataset,
             search_space_digest=digest,
             rec=RoundRecord(round=self.round_index, outcome=outcome, n=n, dim=dim),
-            history=[r for r in self.history if r.outcome == outcome],
+            history=history,
             sign=self.objective_weights.get(outcome),
             rows=rows,
             earlier=list(self.outcomes[outcome].rounds),
@@ -503,7 +534,34 @@ class SurrogateState:
             self.objective_weights,
             self.objective_matrix,
             self.features,
+            self.experiment,
         )
+
+    def snapshot(self) -> SurrogateState:
+        """A copy to return to with :meth:`restore` (a round cut short leaves no trace):
+        everything is copied but last round's fitted models, which the copy shares."""
+        return SurrogateState(
+            {k: v.snapshot() for k, v in self.outcomes.items()},
+            list(self.history),  # a round's record is not changed once it is kept
+            self.round_index,
+            dict(self.objective_weights),
+            [dict(row) for row in self.objective_matrix],
+            None if self.features is None else list(self.features),
+            self.experiment,
+        )
+
+    def restore(self, saved: SurrogateState) -> None:
+        """Return to ``saved`` (a :meth:`snapshot` of this state), in place: an outcome
+        state that others hold (last round's batch portfolio) stays the state's."""
+        outcomes: dict[str, OutcomeState] = {}
+        for name, kept in saved.outcomes.items():
+            live = self.outcomes.get(name)
+            if live is not None:
+                vars(live).update(vars(kept))
+                kept = live
+            outcomes[name] = kept
+        vars(self).update(vars(saved))
+        self.outcomes = outcomes
 
     def keep(self, record: RoundRecord, limit: int) -> None:
         """Append a round's record to the history, which keeps the last ``limit``, and the
@@ -513,26 +571,38 @@ class SurrogateState:
         if record.outcome in self.outcomes:
             self.outcomes[record.outcome].rounds.append(PastRound(record.round, record.n))
 
-    def another_experiment(self, features: list[str]) -> bool:
-        """Whether a fit on ``features`` (the parameter names, in order) belongs to another
-        experiment than the state; it then forgets everything (see :meth:`forget`).
+    def another_experiment(
+        self, features: list[str], experiment: ExperimentKey | None = None
+    ) -> bool:
+        """Whether a fit on ``features`` (the parameter names, in order) of ``experiment``
+        (its key; ``None``: not known) belongs to another experiment than the state; it
+        then forgets everything (see :meth:`forget`).
 
         The state (population, warm starts, history, strike bookkeeping, objectives)
-        describes the experiment it was found on; in another one (other parameter names
-        or dimension) its warm starts do not fit and its history would skip the guard
-        round. Kernels travel between experiments through kernel libraries
-        (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
+        describes the experiment it was found on; in another one its warm starts may not
+        fit, its history would skip the guard round and its rows' keys (trial, arm) name
+        other rows. Another experiment is one with other parameter names, or one whose
+        key (:class:`~.rows.ExperimentKey`: name and creation time) is not the state's,
+        where both are known. Kernels travel between experiments through kernel
+        libraries (``export_kernels``, ``KernelDiscoveryConfig(start_kernels=...)``).
         """
         previous, self.features = self.features, features
-        if previous is None or previous == features or not (self.outcomes or self.history):
+        known = self.experiment
+        if experiment is not None:
+            self.experiment = experiment
+        if not (self.outcomes or self.history):
+            return False
+        if previous is not None and previous != features:
+            why = f"parameters {_describe(previous)}; now {_describe(features)}"
+        elif known is not None and experiment is not None and not known.same_as(experiment):
+            why = f"experiment {known}; now {experiment}"
+        else:
             return False
         logger.warning(
-            "kernel discovery: this surrogate was used on another experiment (parameters "
-            "%s; now %s); it starts afresh: a new population, no history. To carry kernels "
-            "over, export them (export_kernels) and start from them "
-            "(KernelDiscoveryConfig(start_kernels=...))",
-            _describe(previous),
-            _describe(features),
+            "kernel discovery: this surrogate was used on another experiment (%s); it starts "
+            "afresh: a new population, no history. To carry kernels over, export them "
+            "(export_kernels) and start from them (KernelDiscoveryConfig(start_kernels=...))",
+            why,
         )
         self.forget()
         return True
@@ -558,7 +628,8 @@ class SurrogateState:
     def to_json(self, history_limit: int) -> dict[str, Any]:
         """Everything the next round needs, as plain JSON data (see the module docstring):
         the populations, the last ``history_limit`` rounds, the members' warm starts, the
-        last choices and the rows' bookkeeping (:meth:`from_json` reads it back)."""
+        last choices, the rows' bookkeeping and the experiment's parameters and key
+        (:meth:`from_json` reads it back; a state without a key reads as unknown)."""
         warm: dict[str, dict[str, Any]] = {}
         for outcome, kept in self.outcomes.items():
             members = set(kept.population.names)
@@ -576,6 +647,7 @@ class SurrogateState:
             },
             "warm_parameters": warm,
             "features": self.features,
+            "experiment": self.experiment.to_dict() if self.experiment is not None else None,
             "rows": {k: v.rows_to_dict() for k, v in self.outcomes.items()},
         }
 
@@ -600,6 +672,7 @@ class SurrogateState:
             if not kept.rounds:  # saved before the rounds were: read off the history
                 kept.rounds = [PastRound(r.round, r.n) for r in history if r.outcome == outcome]
         features = state.get("features")
+        experiment = state.get("experiment")
         return cls(
             outcomes=outcomes,
             history=history,
@@ -609,6 +682,7 @@ class SurrogateState:
                 {k: float(v) for k, v in row.items()} for row in state.get("objective_matrix", [])
             ],
             features=list(features) if features is not None else None,
+            experiment=ExperimentKey.from_dict(experiment) if experiment else None,
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from ax.api import Client
 from ax.api.configs import RangeParameterConfig
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from ax.utils.common.logger import set_ax_logger_levels
+from ax.utils.common.random import with_rng_seed
 
 from ax_kernel_discovery import (
     KernelDiscoveryConfig,
@@ -25,6 +27,7 @@ from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
+from ax_kernel_discovery.testing import TINY_ACQUISITION
 
 set_ax_logger_levels(logging.WARNING)
 
@@ -466,3 +469,165 @@ def test_the_round_log_line_names_the_outcome_and_no_nan(
     assert [line.split(" for ")[1].split(" ")[0] for line in lines[2:]] == ["a", "b"]
     assert all(" (score " in line for line in lines[2:])
     assert not any("nan" in line for line in lines)
+
+
+# ------------------------------------------------ a round cut short (issue 52 items 14, 15)
+
+CUT_CONFIG = KernelDiscoveryConfig(
+    population_size=3, proposals_per_round=1, fit_maxiter=5, seed=0, background_fits="off"
+)
+
+
+def _cut_client() -> Client:
+    client = Client()  # no random_seed: a reloaded Client has none; _ask seeds every ask
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(3)
+        ]
+    )
+    client.configure_optimization("-f")
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(CUT_CONFIG, num_sobol=4, **TINY_ACQUISITION)
+    )
+    return client
+
+
+def _ask(client: Client, q: int = 2) -> None:
+    """Ask (seeded alike in every run) until ``q`` trials are out, then complete them with
+    integer values (they survive Ax's JSON round trip exactly: see tests/test_storage.py)."""
+    trials: dict = {}
+    while len(trials) < q:
+        with with_rng_seed(len(client._experiment.trials)):
+            trials.update(client.get_next_trials(max_trials=q - len(trials)))
+    for index, params in trials.items():
+        value = round(1e6 * sum((v - 0.3) ** 2 for v in params.values()))
+        client.complete_trial(index, raw_data={"f": float(value)})
+
+
+def _cut_run(
+    monkeypatch: pytest.MonkeyPatch | None = None, resume: Callable[[Client], Client] | None = None
+) -> Client:
+    """Sobol, then three rounds of kernel discovery. With ``monkeypatch``, the proposer of
+    round 1 raises ``KeyboardInterrupt`` once (Ctrl-C during a slow LLM call); the run
+    then goes on with ``resume(client)`` (default: the same client), asking again."""
+    client = _cut_client()
+    _ask(client, 4)
+    _ask(client)
+    if monkeypatch is not None:
+        s = find_surrogate(client)
+        before = s.state_dict_json()
+        host, real = s.proposing, s.proposing.propose
+
+        def interrupted(*args: Any, **kwargs: Any) -> Any:
+            monkeypatch.setattr(host, "propose", real)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(host, "propose", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _ask(client)
+        # the round left no trace: the state is the one before it, round 1 is next
+        assert s.state.round_index == 1 and [r.round for r in s.history] == [0]
+        assert s.state_dict_json() == before
+        client = resume(client) if resume is not None else client
+    _ask(client)
+    _ask(client)
+    return client
+
+
+@pytest.fixture(scope="module")
+def never_cut() -> Client:
+    return _cut_run()
+
+
+def _assert_same_run(a: Client, b: Client) -> None:
+    ha, hb = find_surrogate(a).history, find_surrogate(b).history
+    assert [r.round for r in hb] == [r.round for r in ha] == [0, 1, 2]
+    assert [r.n for r in hb] == [r.n for r in ha] == [4, 6, 8]
+    for ra, rb in zip(ha, hb, strict=True):
+        assert (rb.chosen, rb.struck, rb.proposed, rb.population) == (
+            ra.chosen,
+            ra.struck,
+            ra.proposed,
+            ra.population,
+        )
+        assert rb.scores == ra.scores
+    arms = [[t.arms[0].parameters for t in c._experiment.trials.values()] for c in (a, b)]
+    assert arms[1] == arms[0]
+
+
+def test_an_interrupted_round_runs_again_on_the_retried_ask(
+    never_cut: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 52 item 14: Ctrl-C early in round 1 lost it (the counter moved on, no record)
+    and the retried ask, which Ax answers without a fit (same data), used round 0's model:
+    history [0, 2]. Now the retry runs round 1 on the current data: the same run."""
+    _assert_same_run(never_cut, _cut_run(monkeypatch))
+
+
+def test_a_state_saved_after_an_interrupt_resumes_as_the_run_never_cut(
+    never_cut: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 52 item 15: saved in the ``except KeyboardInterrupt`` handler and resumed, the
+    run repeated a round on the same data (by the in-sample fallback). Now the saved
+    state is the one before the round, and the resumed run is the run never cut."""
+    path = tmp_path / "cut.json"
+
+    def save_and_load(client: Client) -> Client:
+        client.save_to_json_file(str(path))
+        return Client.load_from_json_file(str(path))
+
+    _assert_same_run(never_cut, _cut_run(monkeypatch, save_and_load))
+
+
+def test_an_interrupt_in_one_outcome_s_round_undoes_the_fit_s_other_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two objectives, one fit: Ctrl-C in the second outcome's round, after the first
+    outcome's round was done and its other kernels handed to a worker, undoes both; the
+    retried ask runs both rounds on the current data."""
+    config = CUT_CONFIG.model_copy(update={"background_fits": "on"})
+    client = Client()
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(3)
+        ]
+    )
+    client.configure_optimization("-a, -b")
+    client.set_generation_strategy(
+        kernel_discovery_generation_strategy(config, num_sobol=4, **TINY_ACQUISITION)
+    )
+
+    def ask() -> None:
+        for index, params in client.get_next_trials(max_trials=2).items():
+            a = sum((v - 0.3) ** 2 for v in params.values())
+            client.complete_trial(index, raw_data={"a": a, "b": 1.0 - a})
+
+    while len(client._experiment.trials) < 4:
+        ask()
+    ask()
+    s = find_surrogate(client)
+    before = s.state_dict_json()
+    host, real = s.proposing, s.proposing.propose
+    outcomes: list[str] = []
+
+    def interrupted(ctx: RoundContext, round_index: int) -> list[KernelCandidate]:
+        outcomes.append(ctx.outcome)
+        if len(outcomes) == 2:
+            monkeypatch.setattr(host, "propose", real)
+            raise KeyboardInterrupt
+        return real(ctx, round_index)
+
+    monkeypatch.setattr(host, "propose", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ask()
+    assert outcomes == ["a", "b"] and not s.background.pending
+    assert s.state_dict_json() == before  # outcome a's round is undone too
+    ask()
+    assert [(r.round, r.outcome, r.n) for r in s.history] == [
+        (0, "a", 4),
+        (0, "b", 4),
+        (1, "a", 6),
+        (1, "b", 6),
+    ]
