@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -559,11 +560,10 @@ def holdout_markdown(
         "",
     ]
     if round_.closed:
-        # the round's text links from the repository's root; docs/results.md is one down
-        parts += [
-            f"No confirmation runs: {round_.closed.replace('](benchmarks/', '](../benchmarks/')}",
-            "",
-        ]
+        # the round's text links from the repository's root; the docs site links to no
+        # file outside docs/, so docs/results.md names the file as a path
+        closed = re.sub(r"\[[^\]]*\]\(([^)]+)\)", r"`\1`", round_.closed)
+        parts += [f"No confirmation runs: {closed}", ""]
     elif not any(any(row["made"].values()) for row in conf["problems"].values()):
         parts += [
             "No confirmation run yet: they run once the rule has chosen, from the commit that "
