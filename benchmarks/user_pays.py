@@ -255,7 +255,7 @@ def new_client(problem: BlackBoxProblem, method: str, args: argparse.Namespace) 
         config = KernelDiscoveryConfig.model_validate({"seed": args.seed, **args.kd_config})
         client.set_generation_strategy(
             kernel_discovery_generation_strategy(
-                config, num_sobol=args.sobol, seed=args.seed, acquisition=acquisition
+                config, num_sobol=args.sobol, seed=args.seed, **(args.acquisition or {})
             )
         )
     else:
