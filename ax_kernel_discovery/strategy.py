@@ -40,7 +40,7 @@ from ax_kernel_discovery.surrogate.acquisition import (
 )
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.fitting import candidate_model_config
-from ax_kernel_discovery.surrogate.rows import ShareRows
+from ax_kernel_discovery.surrogate.trial_rows import ShareRows
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code), as keyword
@@ -87,7 +87,7 @@ class AcquisitionOptions(BaseModel):
         botorch_acqf_class: Acquisition function (``None``: Ax's choice for the
             experiment: qLogNEI for one objective, qLogNEHVI for several, ...; a
             :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` computes Ax's qLogNEI
-            with :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the
+            with :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`, the
             same values to 1e-9 at a lower cost per optimizer step). Analytic
             ``LogExpectedImprovement`` works only when one trial is asked per round (it
             rejects pending points).
@@ -282,7 +282,7 @@ def default_acqf_class(surrogate: Any) -> type[AcquisitionFunction]:
     For a surrogate that takes part in the acquisition
     (:class:`~ax_kernel_discovery.surrogate.acquisition.AcquisitionPartner`, e.g. a
     :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`) its ``acqf_class_for`` (kernel
-    discovery: :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the same
+    discovery: :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`, the same
     values), else ``qLogNoisyExpectedImprovement``. Other experiments get Ax's own choice
     (qLogNEHVI for several objectives, ...).
 
@@ -506,7 +506,7 @@ def kernel_discovery_generation_strategy(
         num_sobol: Initialization trials before BO, the centre included (paper: 20;
             see :func:`initialization_nodes`).
         botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI,
+            :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI` (qLogNEI,
             the same values as BoTorch's to rounding, cheaper per optimizer step; see
             ``KernelDiscoveryConfig.acquisition``). Analytic ``LogExpectedImprovement``
             works only when one trial is asked per round (it rejects pending points).

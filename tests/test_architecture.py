@@ -69,6 +69,10 @@ GONE_MODULES = [
     "ax_kernel_discovery.surrogate_state",
     "ax_kernel_discovery.sweep",
     "ax_kernel_discovery._deprecated",
+    # issue 53: names that say what the module holds (no stub left behind)
+    "ax_kernel_discovery._compat",  # a lock around ast.parse: _ast_lock
+    "ax_kernel_discovery.surrogate.new_rows",  # the acquisition function: new_rows_qlognei
+    "ax_kernel_discovery.surrogate.rows",  # the trial and arm rows of a fit: trial_rows
 ]
 GONE_NAMES = [
     ("ax_kernel_discovery.validation", "validate_kernel_code"),

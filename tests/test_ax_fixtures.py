@@ -25,7 +25,7 @@ from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.baselines.methods import ax_strategy
 from ax_kernel_discovery.strategy import botorch_step
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.testing import acquisitions_built
 
 torch.set_num_threads(1)

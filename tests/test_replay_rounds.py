@@ -20,7 +20,7 @@ from ax_kernel_discovery import KernelDiscoverySurrogate
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import decode_tensors
 
 ROOT = Path(__file__).resolve().parents[1]

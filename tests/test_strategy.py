@@ -43,7 +43,7 @@ from ax_kernel_discovery.strategy import (
     optimizer_options,
     sobol_then_botorch,
 )
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.testing import acquisitions_built, unit_box_client
 from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
 
