@@ -545,7 +545,7 @@ class KernelDiscoveryConfig(BaseModel):
         "new_rows",
         description="How qLogNEI, the acquisition function of kd's strategies when they "
         "name none, computes its joint posterior at each optimizer step. new_rows: "
-        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows), from the baseline's "
+        "NewRowsqLogNEI (ax_kernel_discovery.surrogate.new_rows_qlognei), from the baseline's "
         "blocks, cached once, and the new points' rows: the same values as BoTorch's to "
         "1e-9, at a lower cost per step, most so for composite and warped kernels, whose "
         "every kernel evaluation costs more. botorch: BoTorch's "

@@ -48,8 +48,8 @@ from ax_kernel_discovery.strategy import SobolHandOver
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
-from ax_kernel_discovery.surrogate.rows import ShareRows
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.trial_rows import ShareRows
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def register_surrogate_class(cls: type[KernelDiscoverySurrogate]) -> None:
 
 def register_storage() -> None:
     """Register the surrogate, its kernel class, acquisition (and acquisition function,
-    :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`) and the Sobol node's cap
+    :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`) and the Sobol node's cap
     (:class:`~ax_kernel_discovery.strategy.SobolHandOver`) with Ax (idempotent)."""
     global _DONE
     if _DONE:

@@ -3,7 +3,8 @@
 Every method of the package is :func:`sobol_then_botorch` around its own surrogate: the
 seeded Sobol design (:func:`sobol_step`), then one ``BOTORCH_MODULAR`` step
 (:func:`botorch_step`) whose acquisition, the function and its optimizer's settings,
-is one :class:`AcquisitionOptions`.
+is given as keyword arguments (``num_restarts=4``, ``**PAPER_ACQUISITION``...), which
+build one :class:`AcquisitionOptions`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,11 @@ from ax_kernel_discovery.surrogate.acquisition import (
 )
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
 from ax_kernel_discovery.surrogate.fitting import candidate_model_config
-from ax_kernel_discovery.surrogate.rows import ShareRows
+from ax_kernel_discovery.surrogate.trial_rows import ShareRows
 from ax_kernel_discovery.transforms import KeepNonFiniteOut
 
 #: The paper authors' acquisition-optimizer settings (their released code), as keyword
-#: arguments: ``kernel_discovery_generation_strategy(**PAPER_ACQUISITION)``; the same as
-#: :meth:`AcquisitionOptions.paper`.
+#: arguments: ``kernel_discovery_generation_strategy(**PAPER_ACQUISITION)``.
 PAPER_ACQUISITION: dict[str, Any] = {
     "num_restarts": 4,
     "raw_samples": 512,
@@ -52,12 +52,27 @@ PAPER_ACQUISITION: dict[str, Any] = {
     "maxiter": 300,
 }
 
+#: The acquisition's keyword arguments, the same in every builder (:func:`botorch_step`,
+#: :func:`kernel_discovery_generation_strategy`, :func:`fixed_kernel_generation_strategy`,
+#: the baselines' ``get_method``); ``None`` or left out: Ax's own setting.
+ACQUISITION_ARGUMENTS: tuple[str, ...] = (
+    "botorch_acqf_class",
+    "acqf_options",
+    "num_restarts",
+    "raw_samples",
+    "sample_around_best",
+    "maxiter",
+)
+
 #: The standard deviation (in the unit cube) of RAASP's samples around the best points.
 SAMPLE_AROUND_BEST_SIGMA = 0.1
 
 
 class AcquisitionOptions(BaseModel):
     """The acquisition of a BO step: the acquisition function and its optimizer's settings.
+
+    The object the builders' keyword arguments (``num_restarts=4``...) build and check;
+    the builders take the keywords, not this object.
 
     Every optimizer setting left ``None`` keeps Ax's own default (Ax 1.3: 20 restarts,
     1024 raw samples, BoTorch's L-BFGS-B iteration limit, no sampling around the best
@@ -72,7 +87,7 @@ class AcquisitionOptions(BaseModel):
         botorch_acqf_class: Acquisition function (``None``: Ax's choice for the
             experiment: qLogNEI for one objective, qLogNEHVI for several, ...; a
             :class:`~ax_kernel_discovery.KernelDiscoverySurrogate` computes Ax's qLogNEI
-            with :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the
+            with :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`, the
             same values to 1e-9 at a lower cost per optimizer step). Analytic
             ``LogExpectedImprovement`` works only when one trial is asked per round (it
             rejects pending points).
@@ -107,11 +122,7 @@ class AcquisitionOptions(BaseModel):
         return cls(**{**PAPER_ACQUISITION, **overrides})
 
     def updated(self, **overrides: Any) -> AcquisitionOptions:
-        """A validated copy with the ``overrides`` that are not ``None`` applied.
-
-        How the builders merge their keyword arguments (``None``: not given) into an
-        :class:`AcquisitionOptions` passed with them.
-        """
+        """A validated copy with the ``overrides`` that are not ``None`` applied."""
         given = {k: v for k, v in overrides.items() if v is not None}
         if not given:
             return self
@@ -271,7 +282,7 @@ def default_acqf_class(surrogate: Any) -> type[AcquisitionFunction]:
     For a surrogate that takes part in the acquisition
     (:class:`~ax_kernel_discovery.surrogate.acquisition.AcquisitionPartner`, e.g. a
     :class:`~ax_kernel_discovery.KernelDiscoverySurrogate`) its ``acqf_class_for`` (kernel
-    discovery: :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, the same
+    discovery: :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`, the same
     values), else ``qLogNoisyExpectedImprovement``. Other experiments get Ax's own choice
     (qLogNEHVI for several objectives, ...).
 
@@ -294,13 +305,12 @@ def botorch_step(
     maxiter: int | None = None,
     device: str | None = None,
     generator_name: str | None = None,
-    *,
-    acquisition: AcquisitionOptions | None = None,
 ) -> GenerationNode:
     """A ``BOTORCH_MODULAR`` step around a ``Surrogate`` instance (shared by baselines).
 
-    The acquisition is ``acquisition`` (default: Ax's own, see :class:`AcquisitionOptions`)
-    with the keyword arguments that are not ``None`` applied on top. Objective values of
+    The acquisition is Ax's own (see :class:`AcquisitionOptions`) with the acquisition
+    arguments that are not ``None`` applied (``**PAPER_ACQUISITION``: the paper
+    authors' settings). Objective values of
     inf or NaN are kept out of the model with a warning naming the trial
     (:class:`~ax_kernel_discovery.transforms.KeepNonFiniteOut`).
 
@@ -324,8 +334,6 @@ def botorch_step(
             CPU; ``auto``: CUDA when available), the one resolution every method goes
             through.
         generator_name: Name of the node's generator (shown in trials' metadata).
-        acquisition: The acquisition function and optimizer settings as one object
-            (e.g. :meth:`AcquisitionOptions.paper`); the arguments above override it.
 
     Raises:
         pydantic.ValidationError: A bad acquisition setting (e.g. ``num_restarts=0``).
@@ -338,7 +346,7 @@ def botorch_step(
     """
     import torch
 
-    acq = (acquisition or AcquisitionOptions()).updated(
+    acq = AcquisitionOptions(
         botorch_acqf_class=botorch_acqf_class,
         acqf_options=acqf_options,
         num_restarts=num_restarts,
@@ -437,7 +445,6 @@ def sobol_then_botorch(
     num_sobol: int = 20,
     seed: int = 0,
     *,
-    acquisition: AcquisitionOptions | None = None,
     initialize_with_center: bool = True,
     **step_options: Any,
 ) -> GenerationStrategy:
@@ -455,12 +462,11 @@ def sobol_then_botorch(
         num_sobol: Initialization trials before BO, the centre included (paper: 20),
             checked by :func:`check_num_sobol`.
         seed: Seed of the Sobol step.
-        acquisition: The BO step's acquisition (default: Ax's own, see
-            :class:`AcquisitionOptions`).
         initialize_with_center: The centre of the box is the first trial (Ax's default).
-        **step_options: Other arguments of :func:`botorch_step` (``device``,
-            ``generator_name``; ``botorch_acqf_class``, ``num_restarts``, ``raw_samples``,
-            ``sample_around_best``, ``maxiter`` override ``acquisition``).
+        **step_options: The arguments of :func:`botorch_step`: the acquisition
+            (``botorch_acqf_class``, ``acqf_options``, ``num_restarts``, ``raw_samples``,
+            ``sample_around_best``, ``maxiter``; default: Ax's own), ``device``,
+            ``generator_name``.
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -472,7 +478,7 @@ def sobol_then_botorch(
         >>> gs = sobol_then_botorch(Surrogate(), "Sobol+AxDefault", num_sobol=10)  # doctest: +SKIP
     """
     check_num_sobol(num_sobol)
-    step = botorch_step(surrogate, acquisition=acquisition, **step_options)
+    step = botorch_step(surrogate, **step_options)
     init = initialization_nodes(num_sobol, seed, initialize_with_center=initialize_with_center)
     return GenerationStrategy(name=name, nodes=[*init, step])
 
@@ -488,7 +494,7 @@ def kernel_discovery_generation_strategy(
     seed: int | None = None,
     surrogate: KernelDiscoverySurrogate | None = None,
     *,
-    acquisition: AcquisitionOptions | None = None,
+    acqf_options: dict[str, Any] | None = None,
     initialize_with_center: bool = True,
 ) -> GenerationStrategy:
     """Ax's initialization (the centre, then Sobol), then BO with the kernel-discovery
@@ -500,7 +506,7 @@ def kernel_discovery_generation_strategy(
         num_sobol: Initialization trials before BO, the centre included (paper: 20;
             see :func:`initialization_nodes`).
         botorch_acqf_class: ``None``: the acquisition's; by default the surrogate's,
-            :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (qLogNEI,
+            :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI` (qLogNEI,
             the same values as BoTorch's to rounding, cheaper per optimizer step; see
             ``KernelDiscoveryConfig.acquisition``). Analytic ``LogExpectedImprovement``
             works only when one trial is asked per round (it rejects pending points).
@@ -512,12 +518,11 @@ def kernel_discovery_generation_strategy(
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's;
             paper: 300). The defaults are Ax's own, so that replacing Ax's default
             strategy by this one changes the kernel and nothing else; pass
-            ``**PAPER_ACQUISITION`` (or ``acquisition=AcquisitionOptions.paper()``) for
-            the paper's cheaper settings (docs/results.md measures both).
+            ``**PAPER_ACQUISITION`` for the paper's cheaper settings (docs/results.md
+            measures both).
         seed: Seed of the Sobol step (defaults to ``config.seed``).
         surrogate: An existing surrogate to reuse (e.g. to continue a population).
-        acquisition: The acquisition as one :class:`AcquisitionOptions` (default: Ax's
-            own); the arguments above that are given override it.
+        acqf_options: Options of the acquisition function (``botorch_acqf_options``).
         initialize_with_center: The centre of the box is the first trial (Ax's default).
 
     Returns:
@@ -539,9 +544,9 @@ def kernel_discovery_generation_strategy(
         "Sobol+KernelDiscovery",
         num_sobol,
         config.seed if seed is None else seed,
-        acquisition=acquisition,
         initialize_with_center=initialize_with_center,
         botorch_acqf_class=botorch_acqf_class,
+        acqf_options=acqf_options,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
         sample_around_best=sample_around_best,
@@ -586,8 +591,8 @@ def fixed_kernel_generation_strategy(
     raw_samples: int | None = None,
     sample_around_best: bool | None = None,
     maxiter: int | None = None,
+    acqf_options: dict[str, Any] | None = None,
     device: str | None = None,
-    acquisition: AcquisitionOptions | None = None,
 ) -> GenerationStrategy:
     """Sobol, then BO with one kernel: a library kernel in any Ax experiment.
 
@@ -607,11 +612,9 @@ def fixed_kernel_generation_strategy(
         raw_samples: Raw samples of the restarts' initialization (default: Ax's).
         sample_around_best: RAASP, sampling around the best points (default: Ax's, off).
         maxiter: L-BFGS-B iterations of the acquisition optimizer (default: BoTorch's).
+        acqf_options: Options of the acquisition function (``botorch_acqf_options``).
         device: torch device of the BO step (default: Ax's choice, the CPU; ``auto``: CUDA
             when available).
-        acquisition: The acquisition as one
-            :class:`~ax_kernel_discovery.strategy.AcquisitionOptions` (default: Ax's
-            own); the acquisition arguments above that are given override it.
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -624,8 +627,8 @@ def fixed_kernel_generation_strategy(
         f"Sobol+fixed:{entry.name}",
         num_sobol,
         seed,
-        acquisition=acquisition,
         botorch_acqf_class=botorch_acqf_class,
+        acqf_options=acqf_options,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
         sample_around_best=sample_around_best,
@@ -636,6 +639,7 @@ def fixed_kernel_generation_strategy(
 
 
 __all__ = [
+    "ACQUISITION_ARGUMENTS",
     "AcquisitionOptions",
     "BO_NODE_NAME",
     "PAPER_ACQUISITION",

@@ -38,7 +38,7 @@ its fit, then its acquisition:
 handed on (the surrogate itself, as in an Ax run), for a configuration that chooses
 differently from the recorded runs. Each method's acquisition function is its default:
 for kd ``KernelDiscoveryConfig.acquisition`` (by default
-:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`, qLogNEI from the new
+:class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`, qLogNEI from the new
 rows), for Ax's default BoTorch's qLogNEI; ``--acqf qlognei`` or ``--acqf new_rows``
 gives both methods the same one.
 
@@ -107,7 +107,7 @@ from ax_kernel_discovery.runner.run_config import METRIC
 from ax_kernel_discovery.strategy import default_acqf_class, optimizer_options
 from ax_kernel_discovery.surrogate import candidate_model_config
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import decode_tensors, encode_tensors, warm_parameters
 
 FORMAT = "axkd-replay-1"
@@ -460,7 +460,7 @@ def time_fixture(
     configuration that chooses differently from the recorded runs. ``acqf``: ``None``
     for each method's default (kd's ``config.acquisition``, Ax's qLogNEI), or BoTorch's
     ``qlognei`` or ``new_rows``
-    (:class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI`) for both methods.
+    (:class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI`) for both methods.
     """
     out = Timing()
     chosen = fixture.chosen_candidate()

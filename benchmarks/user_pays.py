@@ -75,7 +75,7 @@ from ax.generators.torch.botorch_modular.generator import BoTorchGenerator
 from ax.utils.common.logger import set_ax_logger_levels
 
 from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
-from ax_kernel_discovery.benchmarks import BenchmarkProblem, get_problem
+from ax_kernel_discovery.benchmarks import BlackBoxProblem, get_problem
 from ax_kernel_discovery.runner.environment import package_versions, source_commit
 from ax_kernel_discovery.strategy import AcquisitionOptions, surrogate_of
 from ax_kernel_discovery.surrogate.fitting import KernelFitter
@@ -236,7 +236,7 @@ def measured_call(client: Client, q: int, meter: Meter) -> tuple[dict[int, Any],
 # --- the two clients ---------------------------------------------------------------------
 
 
-def new_client(problem: BenchmarkProblem, method: str, args: argparse.Namespace) -> Client:
+def new_client(problem: BlackBoxProblem, method: str, args: argparse.Namespace) -> Client:
     """A ``Client`` over the problem's box with ``method``'s strategy (see the docstring)."""
     width = len(str(problem.dim - 1))
     client = Client(random_seed=args.seed)
@@ -255,7 +255,7 @@ def new_client(problem: BenchmarkProblem, method: str, args: argparse.Namespace)
         config = KernelDiscoveryConfig.model_validate({"seed": args.seed, **args.kd_config})
         client.set_generation_strategy(
             kernel_discovery_generation_strategy(
-                config, num_sobol=args.sobol, seed=args.seed, acquisition=acquisition
+                config, num_sobol=args.sobol, seed=args.seed, **(args.acquisition or {})
             )
         )
     else:
@@ -270,7 +270,7 @@ def new_client(problem: BenchmarkProblem, method: str, args: argparse.Namespace)
     return client
 
 
-def evaluate(client: Client, problem: BenchmarkProblem, trials: dict[int, Any]) -> None:
+def evaluate(client: Client, problem: BlackBoxProblem, trials: dict[int, Any]) -> None:
     """Evaluate the trials and complete them."""
     names = list(client._experiment.search_space.parameters)
     for index, params in trials.items():

@@ -69,6 +69,10 @@ GONE_MODULES = [
     "ax_kernel_discovery.surrogate_state",
     "ax_kernel_discovery.sweep",
     "ax_kernel_discovery._deprecated",
+    # issue 53: names that say what the module holds (no stub left behind)
+    "ax_kernel_discovery._compat",  # a lock around ast.parse: _ast_lock
+    "ax_kernel_discovery.surrogate.new_rows",  # the acquisition function: new_rows_qlognei
+    "ax_kernel_discovery.surrogate.rows",  # the trial and arm rows of a fit: trial_rows
 ]
 GONE_NAMES = [
     ("ax_kernel_discovery.validation", "validate_kernel_code"),
@@ -77,6 +81,9 @@ GONE_NAMES = [
     ("ax_kernel_discovery.proposers.llm", "LOCAL_TIMEOUT_S"),
     ("ax_kernel_discovery.surrogate", "model_config_for"),
     ("ax_kernel_discovery.surrogate.fitting", "model_config_for"),
+    # issue 53: the problem class had the name of Ax's own ``ax.benchmark`` class
+    ("ax_kernel_discovery.benchmarks", "BenchmarkProblem"),
+    ("ax_kernel_discovery.benchmarks.base", "BenchmarkProblem"),
 ]
 
 
@@ -299,3 +306,33 @@ def test_the_packages_keep_the_names_of_the_modules_they_replace() -> None:
     assert KernelDiscoverySurrogate is core.KernelDiscoverySurrogate
     assert get_method is methods.get_method
     assert STUDY is protocol.STUDY
+
+
+def _users_of_the_benchmark_scripts() -> str:
+    """The text that may run a top-level ``benchmarks/`` script: the nox sessions, the
+    README and docs pages, and the tests."""
+    files = [REPO / "noxfile.py", REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    files += sorted((REPO / "tests").rglob("*.py"))
+    return "\n".join(path.read_text() for path in files)
+
+
+def test_every_top_level_benchmark_script_is_run_by_a_session_the_docs_or_a_test() -> None:
+    """A script nothing runs is retired (its results keep a line in
+    ``benchmarks/results/README.md``): the command line is ``ax-kernel-discovery`` and the
+    nox sessions."""
+    users = _users_of_the_benchmark_scripts()
+    unused = [
+        path.name
+        for path in sorted((REPO / "benchmarks").glob("*.py"))
+        if f"benchmarks/{path.name}" not in users
+        and f'benchmark_script("{path.stem}")' not in users
+    ]
+    assert unused == []
+
+
+def test_the_examples_are_scripts_of_the_package_not_a_second_command_line() -> None:
+    examples = sorted((REPO / "examples").glob("*.py"))
+    assert examples and not (REPO / "examples" / "bench_common.py").exists()
+    for path in examples:
+        assert "ax_kernel_discovery" in path.read_text(), path.name
+        assert "from bench_common" not in path.read_text(), path.name

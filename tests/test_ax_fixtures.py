@@ -24,8 +24,8 @@ from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.baselines.methods import ax_strategy
-from ax_kernel_discovery.strategy import AcquisitionOptions, botorch_step
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.strategy import botorch_step
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.testing import acquisitions_built
 
 torch.set_num_threads(1)
@@ -65,7 +65,7 @@ def _generate(experiment: Any, node: Any) -> tuple[list[type], int]:
 
 def _compare(experiment: Any) -> str | None:
     """``None`` when kd generates as Ax's own BO step does (or Ax cannot), else why not."""
-    ax_node = ax_strategy(num_sobol=1, seed=0, acquisition=AcquisitionOptions(**TINY))._nodes[-1]
+    ax_node = ax_strategy(num_sobol=1, seed=0, **TINY)._nodes[-1]
     try:
         ax_built, ax_arms = _generate(copy.deepcopy(experiment), ax_node)
     except Exception:  # noqa: BLE001 - Ax itself cannot: nothing to compare

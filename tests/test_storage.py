@@ -40,7 +40,7 @@ from ax_kernel_discovery.analysis import find_surrogate
 from ax_kernel_discovery.storage import prepare_sql_storage
 from ax_kernel_discovery.surrogate import RoundRecord
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.state import STATE_FORMAT
 
 pytest.importorskip("sqlalchemy", reason="Ax's SQL store needs the [sql] extra")

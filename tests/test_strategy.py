@@ -34,6 +34,7 @@ from ax_kernel_discovery.population import base_candidate
 from ax_kernel_discovery.runner import RunConfig, method_options
 from ax_kernel_discovery.runner.ax_client import split_generator_run
 from ax_kernel_discovery.strategy import (
+    ACQUISITION_ARGUMENTS,
     BO_NODE_NAME,
     PAPER_ACQUISITION,
     AcquisitionOptions,
@@ -42,7 +43,7 @@ from ax_kernel_discovery.strategy import (
     optimizer_options,
     sobol_then_botorch,
 )
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.testing import acquisitions_built, unit_box_client
 from ax_kernel_discovery.transforms import NonFiniteObjectiveWarning
 
@@ -200,32 +201,53 @@ def test_acquisition_options_are_axs_defaults_or_the_papers() -> None:
     assert paper.updated() is paper
 
 
-def test_an_acquisition_object_and_keyword_arguments_merge_the_same_way_everywhere() -> None:
-    """The object is the base, the keyword arguments given override it, in every builder."""
+def test_the_acquisition_is_given_as_keyword_arguments_the_same_way_everywhere() -> None:
+    """Issue 53 item 4: one form, the keyword arguments, in every builder."""
     paper_50 = {**AcquisitionOptions.paper(maxiter=50).optimizer_kwargs()}
-    kd = kernel_discovery_generation_strategy(
-        num_sobol=5, acquisition=AcquisitionOptions.paper(), maxiter=50
-    )
+    kd = kernel_discovery_generation_strategy(num_sobol=5, **{**PAPER_ACQUISITION, "maxiter": 50})
     fixed = library.fixed_kernel_generation_strategy(
-        base_candidate("rbf"), 5, acquisition=AcquisitionOptions.paper(), maxiter=50
+        base_candidate("rbf"), 5, **{**PAPER_ACQUISITION, "maxiter": 50}
     )
     method = baselines.get_method("rbf", num_sobol=5, maxiter=50)  # the paper's by default
     assert _optimizer_kwargs(kd) == _optimizer_kwargs(fixed) == _optimizer_kwargs(method)
     assert _optimizer_kwargs(kd) == paper_50
-    # get_method takes the object too: Ax's own acquisition is one argument away
-    assert _optimizer_kwargs(baselines.get_method("rbf", acquisition=AcquisitionOptions())) == {}
-    # the acquisition function travels in the object; an explicit class overrides it
-    logei = AcquisitionOptions(botorch_acqf_class=qLogExpectedImprovement)
-    step = botorch_step(KernelDiscoverySurrogate(), acquisition=logei, device="cpu")
-    assert step.generator_specs[0].generator_kwargs["botorch_acqf_class"] is qLogExpectedImprovement
-    gs = kernel_discovery_generation_strategy(acquisition=logei)
-    assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogExpectedImprovement
-    gs = kernel_discovery_generation_strategy(
-        acquisition=logei, botorch_acqf_class=qLogNoisyExpectedImprovement
+    # None is "not given": the method keeps the paper's setting
+    assert _optimizer_kwargs(baselines.get_method("rbf", num_restarts=None)) == (
+        AcquisitionOptions.paper().optimizer_kwargs()
     )
-    assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogNoisyExpectedImprovement
-    gs = baselines.get_method("ax_default", acquisition=logei.updated(acqf_options={"eta": 0.1}))
+    step = botorch_step(
+        KernelDiscoverySurrogate(), botorch_acqf_class=qLogExpectedImprovement, device="cpu"
+    )
+    assert step.generator_specs[0].generator_kwargs["botorch_acqf_class"] is qLogExpectedImprovement
+    gs = kernel_discovery_generation_strategy(
+        botorch_acqf_class=qLogExpectedImprovement, acqf_options={"eta": 0.1}
+    )
+    assert _bo_kwargs(gs)["botorch_acqf_class"] is qLogExpectedImprovement
     assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
+    fixed = library.fixed_kernel_generation_strategy("rbf", 5, acqf_options={"eta": 0.1})
+    assert _bo_kwargs(fixed)["botorch_acqf_options"] == {"eta": 0.1}
+    gs = baselines.get_method(
+        "ax_default", botorch_acqf_class=qLogExpectedImprovement, acqf_options={"eta": 0.1}
+    )
+    assert _bo_kwargs(gs)["botorch_acqf_options"] == {"eta": 0.1}
+    # a bad setting is refused by name when the strategy is built
+    with pytest.raises(ValueError, match="num_restarts"):
+        baselines.get_method("ax_default", num_restarts=0)
+
+
+def test_the_acquisition_object_is_not_a_second_way_in() -> None:
+    """The ``acquisition=AcquisitionOptions(...)`` form is gone from the public builders."""
+    acq = AcquisitionOptions.paper()
+    with pytest.raises(TypeError, match="acquisition"):
+        kernel_discovery_generation_strategy(acquisition=acq)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="acquisition"):
+        library.fixed_kernel_generation_strategy("rbf", acquisition=acq)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="acquisition"):
+        botorch_step(KernelDiscoverySurrogate(), acquisition=acq)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="acquisition"):
+        sobol_then_botorch(KernelDiscoverySurrogate(), "kd", acquisition=acq)
+    with pytest.raises(TypeError, match="acquisition"):
+        baselines.get_method("rbf", acquisition=acq)
 
 
 def _acqf_built(client: Client, n: int = 2) -> list[type]:
@@ -266,13 +288,11 @@ def test_kd_uses_the_acquisition_ax_chooses_for_the_experiment() -> None:
 
 def test_the_builders_leave_the_acquisition_function_to_ax_unless_named() -> None:
     """kd's strategies name no class (Ax chooses per experiment); an explicit class or the
-    acquisition object name one; Ax's own strategies are Ax's."""
+    keyword argument names one; Ax's own strategies are Ax's."""
     assert _bo_kwargs(kernel_discovery_generation_strategy())["botorch_acqf_class"] is None
     assert _bo_kwargs(baselines.get_method("kd"))["botorch_acqf_class"] is None
-    plain = AcquisitionOptions(botorch_acqf_class=qLogNoisyExpectedImprovement)
-    assert _bo_kwargs(kernel_discovery_generation_strategy(acquisition=plain))[
-        "botorch_acqf_class"
-    ] is (qLogNoisyExpectedImprovement)
+    named = kernel_discovery_generation_strategy(botorch_acqf_class=qLogNoisyExpectedImprovement)
+    assert _bo_kwargs(named)["botorch_acqf_class"] is qLogNoisyExpectedImprovement
     for name in ("ax_default", "rbf", "bock"):  # Ax's own strategy: Ax chooses
         kwargs = _bo_kwargs(baselines.get_method(name))
         assert "botorch_acqf_class" not in kwargs and "acquisition_class" not in kwargs, name
@@ -295,9 +315,12 @@ def test_a_run_config_is_built_with_its_acquisition_settings() -> None:
         sample_around_best=False,
     )
     options = method_options(cfg)
-    assert options["acquisition"] == AcquisitionOptions(
-        num_restarts=3, raw_samples=64, maxiter=20, sample_around_best=False
-    )
+    assert {k: options[k] for k in ACQUISITION_ARGUMENTS if k in options} == {
+        "num_restarts": 3,
+        "raw_samples": 64,
+        "maxiter": 20,
+        "sample_around_best": False,
+    }
     opts = _optimizer_kwargs(baselines.get_method("rbf", **options))
     assert opts == {
         "num_restarts": 3,

@@ -32,6 +32,7 @@ from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.acquisition import AcquisitionFunction
 from botorch.models.map_saas import EnsembleMapSaasSingleTaskGP
 from botorch.utils.evaluation import BIC
 
@@ -45,6 +46,8 @@ from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.library import fixed_kernel_generation_strategy
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.strategy import (
+    ACQUISITION_ARGUMENTS,
+    PAPER_ACQUISITION,
     AcquisitionOptions,
     check_num_sobol,
     sobol_then_botorch,
@@ -108,16 +111,17 @@ def saasbo_surrogate(
 def _common(options: dict[str, Any]) -> dict[str, Any]:
     """Take the options every method shares out of ``options``.
 
-    The acquisition is ``options["acquisition"]`` (an
-    :class:`~ax_kernel_discovery.strategy.AcquisitionOptions`; default: the paper's
-    settings), with its fields given as loose options (``num_restarts=...``) on top.
+    The acquisition is the paper's settings
+    (:data:`~ax_kernel_discovery.strategy.PAPER_ACQUISITION`) with the acquisition
+    arguments given (:data:`~ax_kernel_discovery.strategy.ACQUISITION_ARGUMENTS`, e.g.
+    ``num_restarts=...``; ``None``: the paper's) on top.
     """
-    base = options.pop("acquisition", None) or AcquisitionOptions.paper()
-    fields = [k for k in AcquisitionOptions.model_fields if k in options]
+    given = {k: options.pop(k) for k in ACQUISITION_ARGUMENTS if k in options}
     return {
         "num_sobol": int(options.pop("num_sobol", 20)),
         "seed": int(options.pop("seed", 0)),
-        "acquisition": base.updated(**{k: options.pop(k) for k in fields}),
+        **PAPER_ACQUISITION,
+        **{k: v for k, v in given.items() if v is not None},
         "device": options.pop("device", None),
     }
 
@@ -209,7 +213,12 @@ def ax_strategy(
     num_sobol: int = 20,
     seed: int | None = 0,
     *,
-    acquisition: AcquisitionOptions | None = None,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
+    acqf_options: dict[str, Any] | None = None,
+    num_restarts: int | None = None,
+    raw_samples: int | None = None,
+    sample_around_best: bool | None = None,
+    maxiter: int | None = None,
     device: str | None = None,
     model_config: ModelConfig | None = None,
 ) -> GenerationStrategy:
@@ -225,14 +234,26 @@ def ax_strategy(
     Args:
         num_sobol: Initialization trials, the centre included.
         seed: Seed of the Sobol node.
-        acquisition: Acquisition function and optimizer settings (default: Ax's own).
+        botorch_acqf_class: Acquisition function (``None``: Ax's choice for the experiment).
+        acqf_options: Options of the acquisition function.
+        num_restarts: Acquisition optimizer restarts (``None``: Ax's, 20).
+        raw_samples: Raw samples of the restarts' initialization (``None``: Ax's, 1024).
+        sample_around_best: RAASP, sampling around the best points (``None``: Ax's, off).
+        maxiter: L-BFGS-B iterations of the acquisition optimizer (``None``: BoTorch's).
         device: torch device of the BO node (``None``: Ax's, the CPU).
         model_config: The BO node's one ``ModelConfig`` (``None``: Ax's default model).
     """
     from ax.api.utils.generation_strategy_dispatch import choose_generation_strategy
     from ax.api.utils.structs import GenerationStrategyDispatchStruct
 
-    acq = acquisition or AcquisitionOptions()
+    acq = AcquisitionOptions(
+        botorch_acqf_class=botorch_acqf_class,
+        acqf_options=acqf_options,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        sample_around_best=sample_around_best,
+        maxiter=maxiter,
+    )
     struct = GenerationStrategyDispatchStruct(
         method="custom" if model_config is not None else "fast",
         initialization_budget=check_num_sobol(num_sobol),
@@ -388,12 +409,12 @@ def get_method(name: str, **options: Any) -> GenerationStrategy:
 
     Args:
         name: A key of :data:`METHODS`.
-        **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), ``acquisition`` (an
-            :class:`~ax_kernel_discovery.strategy.AcquisitionOptions`; default: the
-            paper's, :meth:`~ax_kernel_discovery.strategy.AcquisitionOptions.paper`) or
-            its fields on top of it: ``botorch_acqf_class``
-            (``qLogNoisyExpectedImprovement``), ``num_restarts`` (4), ``raw_samples``
-            (512), ``sample_around_best`` (True), ``maxiter`` (300); ``device`` (default: Ax's
+        **options: ``num_sobol`` (20), ``seed`` (0, the Sobol seed), the acquisition
+            (default: the paper's,
+            :data:`~ax_kernel_discovery.strategy.PAPER_ACQUISITION`):
+            ``botorch_acqf_class`` (``qLogNoisyExpectedImprovement``), ``acqf_options``,
+            ``num_restarts`` (4), ``raw_samples`` (512), ``sample_around_best`` (True),
+            ``maxiter`` (300); ``device`` (default: Ax's
             choice, the CPU; ``"auto"``: CUDA when available, for every method; kd,
             compositional and CAKE take their config's);
             ``kd``, ``compositional`` and ``cake`` also take ``config`` (a

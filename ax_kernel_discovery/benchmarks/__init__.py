@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem, MissingDependencyError
 from ax_kernel_discovery.benchmarks.datasets import data_dir, data_file, data_status
 from ax_kernel_discovery.benchmarks.humanoid import Humanoid
 from ax_kernel_discovery.benchmarks.lasso_dna import LassoDNA
@@ -33,7 +33,7 @@ __all__ = [
     "PROBLEMS",
     "SVM",
     "Ackley",
-    "BenchmarkProblem",
+    "BlackBoxProblem",
     "Branin",
     "Hartmann6",
     "Humanoid",
@@ -49,7 +49,7 @@ __all__ = [
     "get_problem",
 ]
 
-PROBLEMS: dict[str, Callable[..., BenchmarkProblem]] = {
+PROBLEMS: dict[str, Callable[..., BlackBoxProblem]] = {
     "rover100": partial(Rover, n_waypoints=50),
     "rover60": partial(Rover, n_waypoints=30),
     "lasso_dna": LassoDNA,
@@ -71,7 +71,7 @@ class UnknownProblemError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
-def get_problem(name: str, **kwargs: Any) -> BenchmarkProblem:
+def get_problem(name: str, **kwargs: Any) -> BlackBoxProblem:
     """Build a registered problem.
 
     Args:

@@ -29,7 +29,7 @@ __all__ = [
     "BOUNDS_TOLERANCE",
     "DATA_DIR_ENV",
     "MOPTA08_BINARY_ENV",
-    "BenchmarkProblem",
+    "BlackBoxProblem",
     "MissingDependencyError",
     "setting_path",
 ]
@@ -62,10 +62,10 @@ def setting_path(explicit: str | Path | None, env_var: str) -> Path | None:
 
 
 # --------------------------------------------------------------------------- workers
-_WORKER_PROBLEM: BenchmarkProblem | None = None
+_WORKER_PROBLEM: BlackBoxProblem | None = None
 
 
-def _init_worker(problem: BenchmarkProblem) -> None:
+def _init_worker(problem: BlackBoxProblem) -> None:
     global _WORKER_PROBLEM
     _WORKER_PROBLEM = problem
 
@@ -79,7 +79,7 @@ def _shutdown(executor: concurrent.futures.Executor) -> None:
     executor.shutdown(wait=False, cancel_futures=True)
 
 
-class BenchmarkProblem(abc.ABC):
+class BlackBoxProblem(abc.ABC):
     """A black-box test problem on a box.
 
     Subclasses call ``super().__init__`` with their metadata and implement
@@ -277,7 +277,7 @@ class BenchmarkProblem(abc.ABC):
             self._executor = None
             self._executor_workers = 0
 
-    def __enter__(self) -> BenchmarkProblem:
+    def __enter__(self) -> BlackBoxProblem:
         return self
 
     def __exit__(self, *exc: object) -> None:

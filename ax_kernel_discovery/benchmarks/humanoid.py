@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem, MissingDependencyError
 from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["Humanoid", "mujoco_available"]
@@ -74,7 +74,7 @@ def _make_env() -> Any:
         return gym.make(ENV_ID)
 
 
-class Humanoid(BenchmarkProblem):
+class Humanoid(BlackBoxProblem):
     """Humanoid linear policy (D=6392, maximise the episode return).
 
     Args:

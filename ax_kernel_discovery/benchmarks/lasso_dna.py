@@ -44,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem, MissingDependencyError
 from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["LassoDNA"]
@@ -69,7 +69,7 @@ def _require_sklearn() -> None:
         ) from exc
 
 
-class LassoDNA(BenchmarkProblem):
+class LassoDNA(BlackBoxProblem):
     """Lasso-DNA (D=180, minimise the 5-fold cross-validation MSE).
 
     Args:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ax_kernel_discovery.benchmarks.base import (
     MOPTA08_BINARY_ENV,
-    BenchmarkProblem,
+    BlackBoxProblem,
     setting_path,
 )
 
@@ -66,7 +66,7 @@ def resolve_mopta08_binary(binary: str | Path | None = None) -> Path:
     return path.resolve()
 
 
-class Mopta08(BenchmarkProblem):
+class Mopta08(BlackBoxProblem):
     """Mopta08 with soft constraints (D=124, minimise).
 
     Args:

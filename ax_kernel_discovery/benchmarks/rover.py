@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 import scipy.interpolate as si
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem
 from ax_kernel_discovery.benchmarks.datasets import data_file
 
 __all__ = ["Rover", "RoverDomain"]
@@ -156,7 +156,7 @@ class RoverDomain:
         return total
 
 
-class Rover(BenchmarkProblem):
+class Rover(BlackBoxProblem):
     """Rover trajectory planning, reward to maximise.
 
     ``x`` in ``[0, 1]^D`` holds ``D / 2`` waypoints ``(x1, y1, x2, y2, ...)``, each

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ax_kernel_discovery.benchmarks import datasets
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem, MissingDependencyError
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem, MissingDependencyError
 from ax_kernel_discovery.benchmarks.datasets import FULL_FILE_NAMES
 
 __all__ = ["SVM", "load_ct_slice"]
@@ -90,7 +90,7 @@ def _find_data(path: str | Path | None, data_dir: str | Path | None) -> tuple[Pa
     return datasets.data_file(SAMPLE_FILE_NAME, data_dir), True
 
 
-class SVM(BenchmarkProblem):
+class SVM(BlackBoxProblem):
     """SVM feature-scaling and hyperparameter problem (D=388, minimise test RMSE).
 
     Args:

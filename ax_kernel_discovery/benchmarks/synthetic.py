@@ -35,7 +35,7 @@ from botorch.test_functions.synthetic import Hartmann as BoTorchHartmann
 from botorch.test_functions.synthetic import Levy as BoTorchLevy
 from botorch.test_functions.synthetic import SyntheticTestFunction
 
-from ax_kernel_discovery.benchmarks.base import BenchmarkProblem
+from ax_kernel_discovery.benchmarks.base import BlackBoxProblem
 
 __all__ = ["Ackley", "Branin", "EmbeddedSynthetic", "Hartmann6", "Levy"]
 
@@ -52,7 +52,7 @@ def _float64(cls: type[SyntheticTestFunction], **kwargs: Any) -> SyntheticTestFu
         torch.set_default_dtype(default)
 
 
-class EmbeddedSynthetic(BenchmarkProblem):
+class EmbeddedSynthetic(BlackBoxProblem):
     """A ``d``-dimensional test function embedded in ``[0, 1]^D`` (minimise).
 
     Subclasses pass BoTorch's ``test_function`` (whose ``bounds`` are the function

@@ -45,7 +45,7 @@ import ast
 import keyword
 import textwrap
 
-from ax_kernel_discovery._compat import parse_python
+from ax_kernel_discovery._ast_lock import parse_python
 
 __all__ = [
     "FUNCTION_NAME",

@@ -1,7 +1,7 @@
 """Benchmark runs: one problem x one method x one seed, driven by Ax, resumable.
 
 :func:`run_experiment` builds an Ax :class:`~ax.api.client.Client` for a
-:class:`~ax_kernel_discovery.benchmarks.BenchmarkProblem` (one float
+:class:`~ax_kernel_discovery.benchmarks.BlackBoxProblem` (one float
 ``RangeParameterConfig`` per input, the objective in the problem's direction), sets the
 method's ``GenerationStrategy`` (:func:`ax_kernel_discovery.baselines.get_method`) and
 runs rounds until ``budget`` evaluations are done:

@@ -18,7 +18,6 @@ from ax_kernel_discovery.runner.run_config import (
     identity_of_settings,
     setting_differences,
 )
-from ax_kernel_discovery.strategy import AcquisitionOptions
 
 __all__ = [
     "chosen_from_metadata",
@@ -62,12 +61,10 @@ def method_options(cfg: RunConfig) -> dict[str, Any]:
     opts: dict[str, Any] = {
         "num_sobol": cfg.num_sobol,
         "seed": cfg.seed,
-        "acquisition": AcquisitionOptions(
-            num_restarts=cfg.num_restarts,
-            raw_samples=cfg.raw_samples,
-            maxiter=cfg.maxiter,
-            sample_around_best=cfg.sample_around_best,
-        ),
+        "num_restarts": cfg.num_restarts,
+        "raw_samples": cfg.raw_samples,
+        "maxiter": cfg.maxiter,
+        "sample_around_best": cfg.sample_around_best,
     }
     if cfg.device is not None:
         opts["device"] = cfg.device

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ax_kernel_discovery._compat import parse_python
+from ax_kernel_discovery._ast_lock import parse_python
 from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
 from ax_kernel_discovery.sandbox.policy import (
     ALLOWED_MODULES,

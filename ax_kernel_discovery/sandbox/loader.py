@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ax_kernel_discovery._compat import compile_python
+from ax_kernel_discovery._ast_lock import compile_python
 from ax_kernel_discovery.sandbox.checker import check_source
 from ax_kernel_discovery.sandbox.restricted import SAFE_BUILTINS
 

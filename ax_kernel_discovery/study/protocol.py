@@ -22,7 +22,7 @@ The protocol, and what was reduced to fit a 2-core CPU machine:
 * acquisition, the same for every method: qLogNoisyExpectedImprovement, 2 restarts,
   128 raw samples, L-BFGS-B ``maxiter`` 50, ``sample_around_best`` on (the paper: 4
   restarts, 512 raw samples, ``maxiter`` 300). ``kd`` computes it with its default,
-  :class:`~ax_kernel_discovery.surrogate.new_rows.NewRowsqLogNEI` (the same values to
+  :class:`~ax_kernel_discovery.surrogate.new_rows_qlognei.NewRowsqLogNEI` (the same values to
   1e-9), the other methods with BoTorch's class.
 
 Example:

@@ -22,8 +22,8 @@ above :mod:`ax_kernel_discovery.strategy`, whose hand-over criterion it also reg
   :mod:`~ax_kernel_discovery.surrogate.round_record` (what a round records);
 * :mod:`~ax_kernel_discovery.surrogate.acquisition`: the Ax ``Acquisition`` of every
   method and the protocols by which it asks the surrogate (``AcquisitionPartner``,
-  ``PortfolioPartner``); :mod:`~ax_kernel_discovery.surrogate.new_rows`, kd's qLogNEI;
-  :mod:`~ax_kernel_discovery.surrogate.rows`, the rows of each fit (``ShareRows``).
+  ``PortfolioPartner``); :mod:`~ax_kernel_discovery.surrogate.new_rows_qlognei`, kd's qLogNEI;
+  :mod:`~ax_kernel_discovery.surrogate.trial_rows`, the rows of each fit (``ShareRows``).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from ax_kernel_discovery.surrogate.choice import Choice, EarlyChoice
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
 from ax_kernel_discovery.surrogate.state import OutcomeState, PastRound, RoundContext
+from ax_kernel_discovery.surrogate.trial_rows import FitRows, RowKey
 from ax_kernel_discovery.surrogate.worker import shared_pool
 
 __all__ = [

@@ -61,18 +61,18 @@ from ax_kernel_discovery.surrogate.background import BackgroundFits
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.fitting import KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.heldout import HeldoutScorer
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 from ax_kernel_discovery.surrogate.portfolio import Portfolios
 from ax_kernel_discovery.surrogate.proposing import ProposerFactory, ProposerHost
 from ax_kernel_discovery.surrogate.round import RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows
 from ax_kernel_discovery.surrogate.state import (
     RoundContext,
     SurrogateState,
     check_state_format,
     saved_config,
 )
+from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey, FitRows
 from ax_kernel_discovery.surrogate.worker import release_shared_pools
 
 logger = logging.getLogger(__name__)
@@ -204,7 +204,7 @@ class KernelDiscoverySurrogate(Surrogate):
     @property
     def default_acqf_class(self) -> type[AcquisitionFunction]:
         """The class that computes qLogNEI for this surrogate: :attr:`fixed_acqf_class`,
-        else by ``config.acquisition`` :class:`~.new_rows.NewRowsqLogNEI` (the default:
+        else by ``config.acquisition`` :class:`~.new_rows_qlognei.NewRowsqLogNEI` (the default:
         the same values as BoTorch's to 1e-9, cheaper per step) or BoTorch's."""
         if self.fixed_acqf_class is not None:
             return self.fixed_acqf_class
@@ -454,7 +454,7 @@ class KernelDiscoverySurrogate(Surrogate):
     # --- the acquisition's partner (see .acquisition) ------------------------------------
 
     def observe_fit_rows(self, rows: Mapping[str, FitRows]) -> None:
-        """Take the rows of the fit Ax is about to make (from :class:`~.rows.ShareRows`)."""
+        """Take the rows of the fit Ax is about to make (from :class:`~.trial_rows.ShareRows`)."""
         self._fit_rows = dict(rows)
 
     def observe_goal(self, goal: OptimizationConfig | None) -> None:

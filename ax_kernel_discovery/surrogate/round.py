@@ -40,9 +40,9 @@ from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Choice, Chooser
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, ModelBuilder
 from ax_kernel_discovery.surrogate.heldout import HeldoutScorer
 from ax_kernel_discovery.surrogate.portfolio import Portfolios
-from ax_kernel_discovery.surrogate.rows import FitRows
 from ax_kernel_discovery.surrogate.state import FittedModels, LastChoice, RoundContext
 from ax_kernel_discovery.surrogate.strike import batch_improved, goal_metrics
+from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
 __all__ = ["RoundSteps"]
 

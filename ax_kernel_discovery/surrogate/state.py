@@ -63,7 +63,7 @@ from torch import Tensor
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
-from ax_kernel_discovery.surrogate.rows import ExperimentKey, FitRows, RowKey, YMap
+from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey, FitRows, RowKey, YMap
 
 __all__ = [
     "STATE_FORMAT",
@@ -138,7 +138,7 @@ class LastChoice(BaseModel):
 
     def improved(self, X: Tensor, Y: Tensor, weight: float) -> bool | None:
         """Whether the rows added since the choice beat the best value seen at the choice,
-        for a fit whose rows are not keyed by trial (no :class:`~.rows.ShareRows`; rows
+        for a fit whose rows are not keyed by trial (no :class:`~.trial_rows.ShareRows`; rows
         are then known only by their parameters, and a repeated arm is not told apart:
         kernel discovery's strategy always keys them, see :mod:`.strike`).
 

@@ -4,7 +4,7 @@ The kernel chosen in a round is struck in the next one when the batch it propose
 improve (:meth:`~.round.RoundSteps.strike`). The verdict is computed here, once, from the
 experiment's rows and Ax's optimization config, in Ax's own terms:
 
-* the rows are arm pulls, keyed by ``(trial index, arm name)`` (:class:`~.rows.FitRows`):
+* the rows are arm pulls, keyed by ``(trial index, arm name)`` (:class:`~.trial_rows.FitRows`):
   a status quo in every batch trial, or an incumbent tested again, is a row of its own,
   and the rows *before* the choice are those an earlier fit saw, whatever order trials
   complete in;
@@ -46,7 +46,7 @@ from ax.core.optimization_config import MultiObjectiveOptimizationConfig, Optimi
 from ax.generators.torch.botorch_moo_utils import pareto_frontier_evaluator
 from ax.service.utils.best_point import get_trace_by_arm_pull_from_data
 
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey
+from ax_kernel_discovery.surrogate.trial_rows import FitRows, RowKey
 
 __all__ = ["batch_improved", "goal_metrics"]
 

@@ -10,7 +10,7 @@ import pytest
 
 from ax_kernel_discovery.benchmarks import (
     PROBLEMS,
-    BenchmarkProblem,
+    BlackBoxProblem,
     UnknownProblemError,
     get_problem,
 )
@@ -19,7 +19,7 @@ from ax_kernel_discovery.benchmarks.rover import Rover
 from ax_kernel_discovery.benchmarks.synthetic import Branin
 
 
-class _Quadratic(BenchmarkProblem):
+class _Quadratic(BlackBoxProblem):
     """A tiny problem on [-1, 2]^3 (picklable: defined at module level)."""
 
     def __init__(self, **kwargs):

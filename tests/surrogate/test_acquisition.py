@@ -22,7 +22,7 @@ from ax_kernel_discovery.surrogate.acquisition import (
     KernelDiscoveryAcquisition,
     gen_candidates_scipy_unfixed,
 )
-from ax_kernel_discovery.surrogate.new_rows import NewRowsqLogNEI
+from ax_kernel_discovery.surrogate.new_rows_qlognei import NewRowsqLogNEI
 
 DIM = 40
 WARPED = KernelCandidate(

@@ -16,7 +16,7 @@ from ax.adapter.data_utils import ExperimentData
 from ax.api import Client
 
 from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
-from ax_kernel_discovery.surrogate.rows import YMap
+from ax_kernel_discovery.surrogate.trial_rows import YMap
 from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)

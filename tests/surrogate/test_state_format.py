@@ -26,8 +26,8 @@ from ax_kernel_discovery import (
 )
 from ax_kernel_discovery.baselines.compositional import CompositionalSearchSurrogate
 from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-from ax_kernel_discovery.surrogate.rows import ExperimentKey
 from ax_kernel_discovery.surrogate.state import STATE_FORMAT
+from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey
 from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)

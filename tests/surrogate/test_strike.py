@@ -30,8 +30,8 @@ from ax.service.utils.best_point import (
 )
 
 from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_of
-from ax_kernel_discovery.surrogate.rows import FitRows, RowKey, raw_goal
 from ax_kernel_discovery.surrogate.strike import batch_improved
+from ax_kernel_discovery.surrogate.trial_rows import FitRows, RowKey, raw_goal
 from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
 torch.set_num_threads(1)

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ax_kernel_discovery._compat import parse_python
+from ax_kernel_discovery._ast_lock import parse_python
 from ax_kernel_discovery.llm.parsing.errors import ParseError
 from ax_kernel_discovery.llm.parsing.fences import fenced_blocks, strip_thinking
 

@@ -7,7 +7,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from ax_kernel_discovery._compat import parse_python
+from ax_kernel_discovery._ast_lock import parse_python
 from ax_kernel_discovery.llm.parsing.code_blocks import NormalizeNumbers, trim_prose
 from ax_kernel_discovery.llm.parsing.errors import ParseError
 from ax_kernel_discovery.llm.parsing.fences import fenced_blocks, fenced_spans, strip_thinking

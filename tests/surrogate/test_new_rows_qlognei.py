@@ -19,7 +19,7 @@ from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import leaf
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
-from ax_kernel_discovery.surrogate.new_rows import (
+from ax_kernel_discovery.surrogate.new_rows_qlognei import (
     ROWS_IN_MAX_ELEMENTS,
     NewRowsqLogNEI,
     _rows_in,
