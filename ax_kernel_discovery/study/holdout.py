@@ -865,6 +865,12 @@ def readme_block(results: str | Path | None = None) -> str:
         + (", ".join(met) if met else "none of them")
         + "."
     )
+    if pooled and not any(e.get("kd_is_todays_default") for e in pooled.values()):
+        lines.append(
+            "No confirmed configuration is today's default: the runs resolved to other "
+            "settings than `KernelDiscoveryConfig()` resolves to today (CHANGELOG.md says "
+            "what changed since)."
+        )
     lines.extend(_pooled_verdicts(pooled))
     lines.append(_cost_sentence(rounds))
     return "\n".join(lines)

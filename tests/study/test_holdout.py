@@ -255,6 +255,7 @@ def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> Non
                     _write(conf, p, m, s, 1.0, {} if m == "kd" else None, resolved=own)
     block = readme_block(tmp_path)
     assert "| svm | `kd`, round 1 (15) |" in block  # not today's default: no mark
+    assert "No confirmed configuration is today's default" in block
     assert "- Round 1 ([protocol](benchmarks/results/holdout/PROTOCOL.md); `kd`, seeds" in block
     assert "`kd` (today's default), seeds 2000-2014) (under way: not pooled)" in block
     # a run that predates a setting does not record it; round 1 now ran today's settings
@@ -264,7 +265,9 @@ def test_the_readme_says_whether_its_kd_is_todays_default(tmp_path: Path) -> Non
             k: v for k, v in today.items() if k not in ("fit_maxiter", "history_limit")
         }
         f.write_text(json.dumps(run))
-    assert "| svm | `kd` (today's default), round 1 (15) |" in readme_block(tmp_path)
+    block = readme_block(tmp_path)
+    assert "| svm | `kd` (today's default), round 1 (15) |" in block
+    assert "No confirmed configuration is today's default" not in block
     # round 2 under way with a default that has changed since it started
     for f in (tmp_path / "holdout2" / "confirmation").glob("*__kd__*.json"):
         run = json.loads(f.read_text())
