@@ -19,6 +19,17 @@ nox.options.default_venv_backend = "venv"
 
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
+#: What ``nox -s lint`` checks with ruff (lint and format alike).
+LINTED = (
+    "ax_kernel_discovery",
+    "tests",
+    "examples",
+    "benchmarks",
+    "noxfile.py",
+    "docs/conf.py",
+    "docs/_ext",
+)
+
 
 def _install(session: nox.Session, extras: str = "dev,bench,dist,sql") -> None:
     session.install("-c", "constraints.txt", "-e", f".[{extras}]")
@@ -45,29 +56,8 @@ def slow(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (lint + format check), mypy, and the import contracts (``lint-imports``)."""
     _install(session)
-    session.run(
-        "ruff",
-        "check",
-        "ax_kernel_discovery",
-        "tests",
-        "examples",
-        "benchmarks",
-        "noxfile.py",
-        "docs/conf.py",
-        "docs/_ext",
-    )
-    session.run(
-        "ruff",
-        "format",
-        "--check",
-        "ax_kernel_discovery",
-        "tests",
-        "examples",
-        "benchmarks",
-        "noxfile.py",
-        "docs/conf.py",
-        "docs/_ext",
-    )
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
     session.run("mypy", "ax_kernel_discovery")
     session.run("lint-imports")  # pyproject's [tool.importlinter]: layers, no cycles
 
