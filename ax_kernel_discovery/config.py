@@ -69,6 +69,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "fit_timeout",
         "slow_fit_factor",
         "fit_maxiter",
+        "converge_chosen",
         "warm_start",
         "inherit_parameters",
         "fit_workers",
@@ -333,6 +334,16 @@ class KernelDiscoveryConfig(BaseModel):
         "hyperparameters (new kernels get 4x); members keep converging over rounds. None (the "
         "default since the hold-out study's round 4): BoTorch's default, every fit to "
         "convergence (scipy's L-BFGS-B cap of 15000 iterations).",
+    )
+    converge_chosen: bool = Field(
+        False,
+        description="The member that drives the round's acquisition (the choice, and a batch "
+        "portfolio's members) is fitted to convergence from its warm start, as Ax fits its "
+        "own model, whatever fit_maxiter says; the other members get fit_maxiter warm-started "
+        "steps (their fit serves only their next forecast). A round that chooses before its "
+        "fits (prequential) fits the choice to convergence first; one that needs its fits to "
+        "choose fits every member with fit_maxiter steps, chooses, then fits the choice on "
+        "to convergence. No effect with fit_maxiter=None (every fit converges).",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."

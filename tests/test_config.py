@@ -236,6 +236,9 @@ def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
             None,
             60.0,
         )
+        # a field they predate, whose default is what they did (fit_maxiter=None)
+        assert resolved.pop("converge_chosen") is False
+        assert "converge_chosen" not in run["resolved_kd_config"]
         assert resolved == run["resolved_kd_config"], path.name
 
 

@@ -199,6 +199,15 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
 """The hold-out study's rounds, in the order they were run (``benchmarks/results/holdout``,
 ``holdout2``, ``holdout3`` and ``holdout4``; each round's PROTOCOL.md says why it was run)."""
 
+COST_CANDIDATES: dict[str, dict[str, Any]] = {
+    "converge_chosen_50": {"fit_maxiter": 50, "converge_chosen": True},
+}
+"""The cheap default's candidates (``benchmarks/results/cost/PROTOCOL.md``): each variant's
+:class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields, changed from today's default,
+committed before its first run. ``converge_chosen_50``: the member that drives the
+acquisition is fitted to convergence, as Ax fits its model; every other member gets 50
+warm-started L-BFGS steps (a new kernel 200), the previous default's budget."""
+
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
 ``llm_*`` fields (so an LLM variant compares kd with the LLM against CAKE on one model)."""

@@ -224,6 +224,47 @@ class BackgroundFits:
             return False
         return ax_builder and not self.fitter.halving(ctx)
 
+    def fit_the_choice(
+        self, ctx: RoundContext, cands: list[KernelCandidate], early: EarlyChoice, n_objectives: int
+    ) -> tuple[Choice, dict[str, FittedKernel], set[str]] | None:
+        """Fit the member the early choice takes (the first of its order that fits) and a
+        batch portfolio's ``portfolio_keep``, in this process; to convergence under
+        ``converge_chosen``.
+
+        Returns:
+            The choice, the fitted kernels and the names tried (fitted or failed); ``None``
+            when every member the choice could take failed to fit.
+        """
+        ctx.rec.selection = "full"
+        by_name = {c.name: c for c in cands}
+        converge = self.config.converge_chosen
+        models: dict[str, FittedKernel] = {}
+        choice = Choice(names=[], guarded=True) if early.guarded else None
+        tried: set[str] = set()
+        portfolio = self.steps.portfolios.wanted(n_objectives)
+        wanted = self.config.portfolio_size if portfolio else 1
+        for name in early.ranked:
+            if len(models) >= wanted:
+                break
+            tried.add(name)
+            fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands, converge=converge)
+            if fitted is not None:
+                models[name] = fitted
+                if choice is None:
+                    choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
+        if choice is None:
+            return None
+        if not choice.guarded and portfolio:
+            for name in self.config.portfolio_keep:
+                if name in by_name and name not in tried:
+                    tried.add(name)
+                    fitted = self.fitter.fit_and_score(
+                        by_name[name], ctx, members=cands, converge=converge
+                    )
+                    if fitted is not None:
+                        models[name] = fitted
+        return choice, models, tried
+
     def hand_over(
         self,
         ctx: RoundContext,
@@ -241,33 +282,11 @@ class BackgroundFits:
             process and chooses as usual.
         """
         rec = ctx.rec
-        rec.selection = "full"
-        by_name = {c.name: c for c in cands}
         t0 = time.perf_counter()
-        models: dict[str, FittedKernel] = {}
-        choice = Choice(names=[], guarded=True) if early.guarded else None
-        # fitted here: the chosen member (and a batch portfolio's), those that failed before
-        tried: set[str] = set()
-        portfolio = self.steps.portfolios.wanted(len(objectives))
-        wanted = self.config.portfolio_size if portfolio else 1
-        for name in early.ranked:
-            if len(models) >= wanted:
-                break
-            tried.add(name)
-            fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands)
-            if fitted is not None:
-                models[name] = fitted
-                if choice is None:
-                    choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
-        if choice is None:
+        first = self.fit_the_choice(ctx, cands, early, len(objectives))
+        if first is None:
             return None
-        if not choice.guarded and portfolio:
-            for name in self.config.portfolio_keep:
-                if name in by_name and name not in tried:
-                    tried.add(name)
-                    fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands)
-                    if fitted is not None:
-                        models[name] = fitted
+        choice, models, tried = first
         handed = self.steps.hand_on(ctx, choice, models, objectives)
         rec.timings["fit_and_score"] = time.perf_counter() - t0
         job = BackgroundJob(

@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, ClassVar
 
 from ax.core.optimization_config import OptimizationConfig
@@ -365,22 +366,42 @@ class KernelDiscoverySurrogate(Surrogate):
             type(self)._construct_model is Surrogate._construct_model
             and self.fitter.build_model == self._construct_model
         )
-        early = (
-            self.chooser.choice_before_fits(ctx)
-            if self.background.allowed(ctx, ax_builder)
-            else None
-        )
-        if early is not None:
+        background = self.background.allowed(ctx, ax_builder)
+        converging = self.config.converge_chosen and self.config.fit_maxiter is not None
+        early = self.chooser.choice_before_fits(ctx) if background or converging else None
+        if early is not None and background:
             handed = self.background.hand_over(ctx, cands, accepted, early, objectives)
             if handed is not None:
                 self._close_round(ctx, t_start)
                 return handed
+        elif early is not None:  # converge_chosen in this process: as the background fits
+            t0 = time.perf_counter()
+            first = self.background.fit_the_choice(ctx, cands, early, len(objectives))
+            if first is not None:
+                choice, fitted, tried = first
+                handed = self.steps.hand_on(ctx, choice, fitted, objectives)
+                rest = [c for c in cands if c.name not in tried]
+                fitted.update(self.fitter.fit_all(rest, ctx, members=cands, drop_slow=False))
+                order = [c.name for c in cands if c.name in fitted]
+                models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
+                ctx.rec.timings["fit_and_score"] = time.perf_counter() - t0
+                self.steps.end(ctx, accepted, models, objectives, handed=choice)
+                self._close_round(ctx, t_start)
+                self.proposing.after_round(ctx)
+                return handed
+        if early is not None:
             # every member the choice could take failed to fit: fit the rest here
             cands = [c for c in cands if c.name not in set(early.ranked)]
         t0 = time.perf_counter()
         models = self.fitter.fit_all(cands, ctx)
         ctx.rec.timings["fit_and_score"] = time.perf_counter() - t0
-        handed = self.steps.end(ctx, accepted, models, objectives)
+        handed = self.steps.end(
+            ctx,
+            accepted,
+            models,
+            objectives,
+            on_choice=partial(self.fitter.converge_choice, ctx, cands=cands),
+        )
         assert handed is not None  # the round chose now
         self._close_round(ctx, t_start)
         self.proposing.after_round(ctx)

@@ -243,6 +243,25 @@ class KernelFitter:
         rec.finalists = len(finalists)
         return self.drop_slow_fits(models, ctx) if drop_slow else models
 
+    def converge_choice(
+        self,
+        ctx: RoundContext,
+        names: Sequence[str],
+        models: dict[str, FittedKernel],
+        cands: Sequence[KernelCandidate],
+    ) -> None:
+        """``converge_chosen`` in a round that chose from its fits: fit the chosen
+        members on to convergence from this round's fits (``models`` is updated; a fit
+        that fails keeps the round's fit)."""
+        if not self.config.converge_chosen or self.config.fit_maxiter is None:
+            return
+        by_name = {c.name: c for c in cands}
+        for name in names:
+            if name in by_name and name in models:
+                fitted = self.fit_and_score(by_name[name], ctx, members=cands, converge=True)
+                if fitted is not None:
+                    models[name] = fitted
+
     def drop_slow_fits(
         self, models: dict[str, FittedKernel], ctx: RoundContext
     ) -> dict[str, FittedKernel]:
@@ -326,6 +345,7 @@ class KernelFitter:
         refit: bool = True,
         maxiter: int | None = None,
         members: Sequence[KernelCandidate] = (),
+        converge: bool = False,
     ) -> FittedKernel | None:
         """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
 
@@ -333,9 +353,11 @@ class KernelFitter:
         ``fit_maxiter``); ``refit=False`` scores the model at last round's hyperparameters
         (it needs a warm state). A kernel without a warm state starts where the start
         rule puts it (``inherit_parameters``: the fitted parameters of the ``members`` it
-        contains, :mod:`.inheritance`, still with a cold start's steps).
+        contains, :mod:`.inheritance`, still with a cold start's steps). ``converge``:
+        no step budget, the fit runs to convergence (the member that drives the
+        acquisition under ``converge_chosen``).
         """
-        job = self._prepare(cand, ctx, refit, maxiter, members)
+        job = self._prepare(cand, ctx, refit, maxiter, members, converge)
         t0 = time.perf_counter()
         try:
             model = _build_and_fit(self.build_model, ctx.dataset, ctx.search_space_digest, job)
@@ -353,6 +375,7 @@ class KernelFitter:
         refit: bool,
         maxiter: int | None,
         members: Sequence[KernelCandidate],
+        converge: bool = False,
     ) -> FitJob:
         """Where ``cand``'s fit starts and how many steps it gets (see :meth:`fit_and_score`)."""
         warm = ctx.state.warm.get(cand.name) if self.config.warm_start else None
@@ -360,7 +383,9 @@ class KernelFitter:
         if warm is None and self.config.warm_start and self.start_rule is not None:
             start = self.start_rule(cand, members, ctx.state.warm, ctx.dim)
         maxiter = self.config.fit_maxiter if maxiter is None else maxiter
-        if maxiter is not None and warm is None and not (start and start.warm_steps):
+        if converge:
+            maxiter = None
+        elif maxiter is not None and warm is None and not (start and start.warm_steps):
             maxiter *= 4  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
         if start is not None:

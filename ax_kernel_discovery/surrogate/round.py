@@ -182,6 +182,7 @@ class RoundSteps:
         objectives: Objectives,
         handed: Choice | None = None,
         builders: Mapping[str, Callable[[], Model]] | None = None,
+        on_choice: Callable[[Sequence[str], dict[str, FittedKernel]], None] | None = None,
     ) -> tuple[Model, ModelConfig] | None:
         """Step 5, once the round's fits are in: new kernels join, failed fits leave, the
         round chooses (unless it ``handed`` on its choice before its fits), the population
@@ -195,6 +196,9 @@ class RoundSteps:
             handed: The choice handed on before the fits (a round fitted in the
                 background); its scores are narrowed to the kernels that fitted.
             builders: Builders of the models fitted in a worker, by name.
+            on_choice: Called with the choice's names and the fitted kernels when the round
+                chooses here, before the chosen model is handed on (``converge_chosen``
+                fits the choice on to convergence; it may replace those kernels' fits).
 
         Returns:
             The model the acquisition gets, when the round chose here (``handed=None``).
@@ -215,6 +219,8 @@ class RoundSteps:
             choice = handed
             if choice is None:  # choose before truncating: the choice stays a member
                 choice = self.chooser.select(models, ctx)
+                if on_choice is not None and not choice.guarded:
+                    on_choice(choice.names, models)
                 out = self.hand_on(ctx, choice, models, objectives)
             elif choice.guarded:
                 choice.scores = {k: v.score for k, v in models.items()}

@@ -217,3 +217,63 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
     s.finish_background()  # the next read completes the round
     assert "f" not in s.background.pending and s.history[-1].timings["background_fits"] > 0
     s.close()
+
+
+def _fit_loss(surrogate: KernelDiscoverySurrogate) -> float:
+    """The negative marginal log likelihood per point the fit of Ax's model minimises."""
+    from botorch.optim.closures.model_closures import get_loss_closure
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    model = surrogate.model
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)  # type: ignore[arg-type]
+    mll.train()
+    with torch.no_grad():
+        return float(get_loss_closure(mll)())
+
+
+def test_converge_chosen_fits_the_choice_to_convergence_and_the_others_by_their_budget() -> None:
+    fields = {**SETTINGS, "fit_maxiter": 3, "background_fits": "off"}
+    budget = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
+    converged = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields, converge_chosen=True))  # type: ignore[arg-type]
+    for s in (budget, converged):
+        s.state.objective_weights = {"f": -1.0}
+        for n in SIZES[:2]:  # a guard round (both fit alike), then a chosen kernel
+            s.fit([_data(n)], DIGEST)
+    a, b = budget.history[-1], converged.history[-1]
+    assert not b.guarded and a.chosen == b.chosen  # chosen from the guard round's forecasts
+    # the chosen GP's fit went on well past the 3 steps' optimum...
+    assert _fit_loss(converged) < _fit_loss(budget) - 1e-3
+    # ...while every other member got the same 3 warm-started steps
+    warm_a, warm_b = budget.state.outcomes["f"].warm, converged.state.outcomes["f"].warm
+    assert warm_a.keys() == warm_b.keys()
+    others = [k for k in warm_a if k != b.chosen]
+    assert others
+    for name in others:
+        assert all(torch.equal(warm_b[name][k], v) for k, v in warm_a[name].items()), name
+    assert not all(torch.equal(warm_b[b.chosen][k], v) for k, v in warm_a[b.chosen].items())
+    for s in (budget, converged):
+        s.close()
+
+
+def test_converge_chosen_in_the_background_equals_converge_chosen_in_process() -> None:
+    fields = {"converge_chosen": True}
+    off, off_states = _run("off", fields)
+    on, on_states = _run("on", fields)
+    _same_rounds(on_states, off_states)
+    assert all(rec.timings["background_fits"] > 0 for rec in on.history)
+
+
+def test_converge_chosen_converges_a_choice_made_from_the_fits() -> None:
+    # lbo_crps chooses from this round's fit scores: every member gets its 3 steps, the
+    # choice is then fitted on to convergence before Ax gets it
+    fields = {**SETTINGS, "fit_maxiter": 3, "criterion": "lbo_crps", "guard_rounds": 0}
+    budget = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
+    converged = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields, converge_chosen=True))  # type: ignore[arg-type]
+    for s in (budget, converged):
+        s.state.objective_weights = {"f": -1.0}
+        s.fit([_data(SIZES[0])], DIGEST)
+    a, b = budget.history[-1], converged.history[-1]
+    assert a.chosen == b.chosen and a.scores == b.scores  # the same choice, same scores
+    assert _fit_loss(converged) < _fit_loss(budget) - 1e-3
+    for s in (budget, converged):
+        s.close()
