@@ -4,12 +4,13 @@ Its rooms, from the top (Ax storage of the surrogate is :mod:`ax_kernel_discover
 above :mod:`ax_kernel_discovery.strategy`, whose hand-over criterion it also registers):
 
 * :mod:`~ax_kernel_discovery.surrogate.core`: :class:`KernelDiscoverySurrogate`, Ax's hooks
-  only: ``model_selection`` runs a round's steps in order (``fit`` is Ax's, which calls it
+  only: ``model_selection`` hands a round to the runner (``fit`` is Ax's, which calls it
   once per outcome); the views; ``close``;
-* :mod:`~ax_kernel_discovery.surrogate.background`: the round's other kernels fitted in a
-  worker while Ax optimizes the acquisition, their hand-over and completion;
+* :mod:`~ax_kernel_discovery.surrogate.runner`: the round's steps in order (open, propose,
+  admit, fit, choose, hand on, end), once for every executor;
 * :mod:`~ax_kernel_discovery.surrogate.round`: the steps around the fits (strike, admit,
-  hand on, end), written once for rounds fitted in process and in the background;
+  hand on, end); :mod:`~ax_kernel_discovery.surrogate.executors`: where the fits run (here,
+  in worker processes, in the background while Ax optimizes the acquisition);
 * :mod:`~ax_kernel_discovery.surrogate.proposing`: the proposer host (proposer, offline
   stand-in, prefetch, LLM failures);
 * :mod:`~ax_kernel_discovery.surrogate.portfolio`: the batch portfolio;

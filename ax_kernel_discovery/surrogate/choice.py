@@ -10,7 +10,7 @@ the population and the round's fitted kernels and returns a :class:`Choice`.
 
 Under ``prequential`` the choice compares forecasts that earlier fits made, so it is known
 before the round's fits (:meth:`Chooser.choice_before_fits`): that is what lets a round fit
-its other kernels in the background (:mod:`.background`).
+its other kernels in the background (:mod:`.executors`).
 """
 
 from __future__ import annotations

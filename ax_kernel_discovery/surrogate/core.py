@@ -22,12 +22,13 @@ runs one round of the method:
 Nothing here raises into the BO loop because of a bad kernel: every failure is recorded
 in :attr:`KernelDiscoverySurrogate.history` with its reason.
 
-This module holds Ax's hooks only; the steps are collaborators that know nothing of Ax's
-``Surrogate`` (see ``docs/architecture.md``): the proposer host (:mod:`.proposing`), the
-candidate checks (:mod:`.admission`), the fits (:mod:`.fitting`), the held-out scores
-(:mod:`.heldout`), the choice (:mod:`.choice`), the steps before and after the fits,
-written once (:mod:`.round`), the fits in the background (:mod:`.background`), and the
-one thing saved (:class:`~.state.SurrogateState`). The surrogate takes part in the
+This module holds Ax's hooks only; ``model_selection`` hands each round to one runner
+(:mod:`.runner`), which calls the steps in order (see ``docs/architecture.md``): the
+proposer host (:mod:`.proposing`), the candidate checks (:mod:`.admission`), the fits
+(:mod:`.fitting`) behind one executor (:mod:`.executors`: here, in worker processes or in
+the background), the held-out scores (:mod:`.heldout`), the choice (:mod:`.choice`), the
+steps around the fits (:mod:`.round`), and the one thing saved
+(:class:`~.state.SurrogateState`). The surrogate takes part in the
 acquisition through the protocols of :mod:`.acquisition`.
 """
 
@@ -35,10 +36,8 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, ClassVar
 
 from ax.core.optimization_config import OptimizationConfig
@@ -58,7 +57,6 @@ from ax_kernel_discovery.log import use_ax_handler
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.base import Proposer
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
-from ax_kernel_discovery.surrogate.background import BackgroundFits
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.fitting import KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.heldout import HeldoutScorer
@@ -67,8 +65,8 @@ from ax_kernel_discovery.surrogate.portfolio import Portfolios
 from ax_kernel_discovery.surrogate.proposing import ProposerFactory, ProposerHost
 from ax_kernel_discovery.surrogate.round import RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.runner import RoundRunner
 from ax_kernel_discovery.surrogate.state import (
-    RoundContext,
     SurrogateState,
     check_state_format,
     saved_config,
@@ -172,7 +170,9 @@ class KernelDiscoverySurrogate(Surrogate):
         self.steps = RoundSteps(
             config, self.admission, self.chooser, self.heldout, portfolios, self._construct_model
         )
-        self.background = BackgroundFits(self.fitter, self.steps)
+        self.runner = RoundRunner(
+            config, self.fitter, self.chooser, self.steps, self.proposing, self._keep_record
+        )
         self._record_only = False  # see record_only()
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
         self._in_fit = self._round_used = False
@@ -199,7 +199,7 @@ class KernelDiscoverySurrogate(Surrogate):
     def config(self, value: KernelDiscoveryConfig) -> None:
         self._config = value
         steps = self.proposing, self.admission, self.fitter, self.heldout, self.chooser
-        for step in (*steps, self.steps, self.steps.portfolios):
+        for step in (*steps, self.steps, self.steps.portfolios, self.runner):
             step.config = value
 
     @property
@@ -215,7 +215,9 @@ class KernelDiscoverySurrogate(Surrogate):
 
     @property
     def history(self) -> list[RoundRecord]:
-        """One :class:`RoundRecord` per round and outcome, oldest first (``history_limit``)."""
+        """One :class:`RoundRecord` per ended round and outcome, oldest first
+        (``history_limit``). **Waits** for a round whose fits run in the background
+        (:meth:`finish_background`), so that it is ended and recorded first."""
         self.finish_background()
         return self.state.history
 
@@ -225,19 +227,22 @@ class KernelDiscoverySurrogate(Surrogate):
 
     @property
     def populations(self) -> dict[str, Population]:
-        """One population per modelled outcome."""
+        """One population per modelled outcome. **Waits** for a round whose fits run in the
+        background (:meth:`finish_background`)."""
         self.finish_background()
         return {k: v.population for k, v in self.state.outcomes.items()}
 
     @property
     def fitted_models(self) -> dict[str, MutableMapping[str, Model]]:
-        """Last round's fitted model of every kernel, per outcome (not saved; diagnostics)."""
+        """Last round's fitted model of every kernel, per outcome (not saved; diagnostics).
+        **Waits** for a round whose fits run in the background (:meth:`finish_background`)."""
         self.finish_background()
         return {k: v.fitted_models for k, v in self.state.outcomes.items()}
 
     @property
     def population(self) -> Population:
-        """Population of the objective (the first outcome when the direction is unknown)."""
+        """Population of the objective (the first outcome when the direction is unknown).
+        **Waits** for a round whose fits run in the background (:meth:`finish_background`)."""
         self.finish_background()
         return self.state.objective_population() or self._new_population()
 
@@ -267,7 +272,7 @@ class KernelDiscoverySurrogate(Surrogate):
         surrogate used (it stays usable: a later round starts them again)."""
         self.finish_background()
         self.proposing.close()
-        release_shared_pools(self.background, self.fitter)
+        release_shared_pools(self.runner, self.fitter)
 
     # --- Ax's hooks ----------------------------------------------------------------------
 
@@ -328,7 +333,7 @@ class KernelDiscoverySurrogate(Surrogate):
         """Return to ``snapshot``; Ax's caches of the fit's datasets are dropped, so that
         its next fit on them runs every outcome's round again."""
         state, proposing, portfolios = snapshot
-        self.background.discard()
+        self.runner.discard()
         self.state.restore(state)
         self.proposing.restore(proposing)
         self.steps.portfolios.by_outcome = portfolios
@@ -344,11 +349,12 @@ class KernelDiscoverySurrogate(Surrogate):
         search_space_digest: SearchSpaceDigest,
         candidate_metadata: Any = None,
     ) -> tuple[Model, ModelConfig]:
-        """One round of kernel discovery; returns the chosen kernel's fitted model (with
-        ``background_fits``, before the round's other fits are in: see :mod:`.background`)."""
-        t_start = time.perf_counter()
+        """One round of kernel discovery (:class:`~.runner.RoundRunner`); returns the chosen
+        kernel's fitted model (with ``background_fits``, before the round's other fits
+        are in: the round ends when its outcome's next round begins, or at the next read
+        of the state, which then waits for them)."""
         outcome = dataset.outcome_names[0]
-        self._finish_background(outcome)
+        self.runner.end(outcome)  # waits for last round's fits in the background
         if self._in_fit and self._before is None:  # the fit's first round begins
             self._before = self._snapshot()
         rows = self._fit_rows.get(outcome)
@@ -357,63 +363,19 @@ class KernelDiscoverySurrogate(Surrogate):
         ctx = self.state.round_context(
             dataset, search_space_digest, rows, self._new_population, goal=self._fit_goal
         )
-        objectives = self.state.objective_matrix
-        self.steps.open(ctx, objectives, self._fit_rows)
         self._round_used = True
-        accepted = self.steps.admit(ctx, self.proposing.propose(ctx, ctx.rec.round))
-        cands = [m.candidate for m in ctx.population] + accepted
         ax_builder = (
             type(self)._construct_model is Surrogate._construct_model
             and self.fitter.build_model == self._construct_model
         )
-        background = self.background.allowed(ctx, ax_builder)
-        converging = self.config.converge_chosen and self.config.fit_maxiter is not None
-        early = self.chooser.choice_before_fits(ctx) if background or converging else None
-        if early is not None and background:
-            handed = self.background.hand_over(ctx, cands, accepted, early, objectives)
-            if handed is not None:
-                self._close_round(ctx, t_start)
-                return handed
-        elif early is not None:  # converge_chosen in this process: as the background fits
-            t0 = time.perf_counter()
-            first = self.background.fit_the_choice(ctx, cands, early, len(objectives))
-            if first is not None:
-                choice, fitted, tried = first
-                handed = self.steps.hand_on(ctx, choice, fitted, objectives)
-                rest = [c for c in cands if c.name not in tried]
-                fitted.update(self.fitter.fit_all(rest, ctx, members=cands, drop_slow=False))
-                order = [c.name for c in cands if c.name in fitted]
-                models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
-                ctx.rec.timings["fit_and_score"] = time.perf_counter() - t0
-                self.steps.end(ctx, accepted, models, objectives, handed=choice)
-                self._close_round(ctx, t_start)
-                self.proposing.after_round(ctx)
-                return handed
-        if early is not None:
-            # every member the choice could take failed to fit: fit the rest here
-            cands = [c for c in cands if c.name not in set(early.ranked)]
-        t0 = time.perf_counter()
-        models = self.fitter.fit_all(cands, ctx)
-        ctx.rec.timings["fit_and_score"] = time.perf_counter() - t0
-        handed = self.steps.end(
-            ctx,
-            accepted,
-            models,
-            objectives,
-            on_choice=partial(self.fitter.converge_choice, ctx, cands=cands),
-        )
-        assert handed is not None  # the round chose now
-        self._close_round(ctx, t_start)
-        self.proposing.after_round(ctx)
-        return handed
-
-    def _close_round(self, ctx: RoundContext, t_start: float) -> None:
-        """The round's record joins the history; the next round begins."""
-        rec = ctx.rec
-        rec.timings["total"] = time.perf_counter() - t_start
-        self.state.keep(rec, self.config.history_limit)
+        handed = self.runner.run(ctx, self.state.objective_matrix, self._fit_rows, ax_builder)
         if not self._in_fit:  # called on its own: the round is over
             self.state.round_index += 1
+        return handed
+
+    def _keep_record(self, rec: RoundRecord) -> None:
+        """An ended round's record joins the history."""
+        self.state.keep(rec, self.config.history_limit)
         if rec.guarded:
             why = " (a guard round: Ax's default model)"
         elif rec.chosen_score is not None:
@@ -501,15 +463,9 @@ class KernelDiscoverySurrogate(Surrogate):
         return chosen
 
     def finish_background(self) -> None:
-        """Complete the rounds whose kernels are being fitted in the background (called when
-        the acquisition ends, and by everything that reads or saves the state)."""
-        for outcome in list(self.background.pending):
-            self._finish_background(outcome)
-
-    def _finish_background(self, outcome: str) -> None:
-        ctx = self.background.complete(outcome, self.state.objective_matrix)
-        if ctx is not None:
-            self.proposing.after_round(ctx)
+        """End the rounds whose kernels are being fitted in the background: **waits** for
+        their fits (called by every read of the state; see :meth:`.runner.RoundRunner.end`)."""
+        self.runner.end_all()
 
     def portfolio_plan(self, n: int) -> list[tuple[str, Model, int]] | None:
         """How the next ``n`` points are split among this round's batch portfolio."""
@@ -533,7 +489,8 @@ class KernelDiscoverySurrogate(Surrogate):
 
     def state_dict_json(self) -> dict[str, Any]:
         """What the next round needs as JSON data (:meth:`~.state.SurrogateState.to_json`,
-        the proposers' states): a reloaded run continues as an uninterrupted one."""
+        the proposers' states): a reloaded run continues as an uninterrupted one.
+        **Waits** for a round whose fits run in the background (:meth:`finish_background`)."""
         if self._record_only:
             return {**self.state.header(), "record": True}
         self.finish_background()

@@ -183,12 +183,15 @@ class KernelFitter:
         ctx: RoundContext,
         members: Sequence[KernelCandidate] | None = None,
         drop_slow: bool = True,
+        workers: int = 1,
     ) -> dict[str, FittedKernel]:
         """Fit and score every kernel: in full, or by successive halving.
 
         ``members`` are the round's kernels the start rule may inherit from (default:
         ``cands``); ``drop_slow=False`` leaves the slow-fit rule (:meth:`drop_slow_fits`)
         to the caller, which applies it over the whole round when these are a part of it.
+        ``workers > 1`` fits side by side in that many worker processes where it can (a
+        CPU run without a start rule), with the same fits.
 
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
         kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
@@ -219,7 +222,7 @@ class KernelFitter:
             if screen:
                 screened.add(cand.name)
         round_kernels = cands if members is None else members
-        fits = self._fit_jobs(jobs, ctx, members=round_kernels)
+        fits = self._fit_jobs(jobs, ctx, members=round_kernels, workers=workers)
         for cand, fitted in zip(cands, fits, strict=True):
             if fitted is not None:
                 models[cand.name] = fitted
@@ -400,10 +403,10 @@ class KernelFitter:
         jobs: Sequence[tuple[KernelCandidate, bool, int | None]],
         ctx: RoundContext,
         members: Sequence[KernelCandidate],
+        workers: int = 1,
     ) -> list[FittedKernel | None]:
-        """Fit and score ``(candidate, refit, maxiter)`` jobs, in worker processes when
-        ``fit_workers > 1`` allows it (a CPU run, no start rule), else one by one."""
-        workers = self.config.fit_workers
+        """Fit and score ``(candidate, refit, maxiter)`` jobs, in ``workers`` worker
+        processes where it can (a CPU run, no start rule), else one by one."""
         parallel = (
             workers > 1
             and len(jobs) > 1

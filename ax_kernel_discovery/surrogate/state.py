@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import hashlib
 import logging
 import re
@@ -430,6 +431,28 @@ class RoundContext:
     @property
     def n(self) -> int:
         return int(self.dataset.X.shape[0])
+
+    def for_worker(self) -> RoundContext:
+        """A copy of this context for fits in a worker process: what
+        :meth:`~.fitting.KernelFitter.fit_all` reads (the population, the warm starts and
+        the rows' rounds, copied; the data, the history and the rounds), with a record of
+        its own and none of the state the fits do not read (fitted models, the strike's
+        bookkeeping, the goal), so that it pickles small."""
+        state = OutcomeState(
+            copy.deepcopy(self.state.population),
+            warm=dict(self.state.warm),
+            row_rounds=dict(self.state.row_rounds),
+        )
+        rec = RoundRecord(round=self.rec.round, outcome=self.outcome, n=self.n, dim=self.dim)
+        return dataclasses.replace(
+            self,
+            state=state,
+            rec=rec,
+            history=list(self.history),
+            earlier=list(self.past),
+            goal=None,
+            first_seen={},
+        )
 
     @property
     def dim(self) -> int:

@@ -140,7 +140,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
     for i, n in enumerate(SIZES):
         s.fit([_data(n)], DIGEST)
         if i == 2:
-            future = s.background.pending["f"].future
+            future = s.runner.open_rounds["f"].pending.future
             assert future is not None
             real = future.result
             interrupted: list[bool] = []
@@ -159,7 +159,7 @@ def test_an_interrupt_while_waiting_for_the_fits_loses_no_round(
             future.result = result  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 s.finish_background()
-            assert "f" in s.background.pending  # still to be completed
+            assert "f" in s.runner.open_rounds  # still to be completed
         states.append(s.state_dict_json())
     s.close()
     _same_rounds(states, in_process[1])
@@ -194,7 +194,7 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
     s.state.objective_weights = {"f": -1.0}
     for n in SIZES[:2]:
         s.fit([_data(n)], DIGEST)
-    pending = s.background.pending["f"]
+    pending = s.runner.open_rounds["f"].pending
     real = pending.future
     assert real is not None
 
@@ -212,10 +212,10 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
     acquisition._optimize = optimize  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="the optimizer failed"):
         acquisition.optimize(2, search_space_digest=DIGEST)
-    assert s.background.pending["f"] is pending  # not waited for, not lost
+    assert s.runner.open_rounds["f"].pending is pending  # not waited for, not lost
     pending.future = real
     s.finish_background()  # the next read completes the round
-    assert "f" not in s.background.pending and s.history[-1].timings["background_fits"] > 0
+    assert "f" not in s.runner.open_rounds and s.history[-1].timings["background_fits"] > 0
     s.close()
 
 

@@ -622,7 +622,7 @@ def test_an_interrupt_in_one_outcome_s_round_undoes_the_fit_s_other_rounds(
     monkeypatch.setattr(host, "propose", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ask()
-    assert outcomes == ["a", "b"] and not s.background.pending
+    assert outcomes == ["a", "b"] and not s.runner.open_rounds
     assert s.state_dict_json() == before  # outcome a's round is undone too
     ask()
     assert [(r.round, r.outcome, r.n) for r in s.history] == [

@@ -1,0 +1,281 @@
+"""One round of kernel discovery, written once: open, propose, admit, fit, choose, hand on,
+end.
+
+:class:`RoundRunner` runs a round's steps in order for whichever
+:class:`~.executors.FitExecutor` fits it:
+
+1. **open** (:meth:`~.round.RoundSteps.open`): strike, credit the portfolio, reset an
+   empty population, score the members' forecasts of the new batch;
+2. **propose** (:class:`~.proposing.ProposerHost`) and **admit**
+   (:meth:`~.round.RoundSteps.admit`) new kernels;
+3. **fit**: where the choice is known before the fits (:meth:`~.choice.Chooser.choice_before_fits`:
+   the ``prequential`` rule, and a deferred executor or ``converge_chosen`` that needs
+   it), the member it takes is fitted first, here (:meth:`RoundRunner.fit_the_choice`),
+   and handed on at once; the round's other kernels go to the executor;
+4. **choose** and **hand on**: a round that needs its fits to choose waits for them,
+   chooses (:meth:`~.choice.Chooser.select`) and hands the choice on
+   (:meth:`~.round.RoundSteps.hand_on`);
+5. **end** (:meth:`RoundRunner.end`): the fits are waited for, the slow-fit rule applied over
+   all of them, the population settled (:meth:`~.round.RoundSteps.end`), the record kept
+   and the proposer told. A round whose executor is deferred (``background_fits``) ends
+   when its outcome's next round begins, or when the state is next read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.models.model import Model
+
+from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.devices import usable_cores
+from ax_kernel_discovery.surrogate.choice import Choice, Chooser, EarlyChoice
+from ax_kernel_discovery.surrogate.executors import (
+    BackgroundFits,
+    FitExecutor,
+    InProcessFits,
+    PendingFits,
+    WorkerProcessFits,
+)
+from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter
+from ax_kernel_discovery.surrogate.proposing import ProposerHost
+from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.trial_rows import FitRows
+
+__all__ = ["OpenRound", "RoundRunner"]
+
+logger = logging.getLogger(__name__)
+
+Handed = tuple[Model, ModelConfig]
+
+
+@dataclass
+class OpenRound:
+    """A round that has begun and not ended: what its end needs.
+
+    Attributes:
+        ctx: The round.
+        accepted: The new kernels it fits.
+        members: All its kernels, in the round's order (members, then new kernels).
+        objectives: Ax's objectives.
+        choice: The choice handed on before the fits (``None``: the round chooses from
+            its fits, at its end).
+        models: The kernels fitted before the hand-on (the choice, a portfolio's).
+        pending: The executor's fits of the round's other kernels.
+    """
+
+    ctx: RoundContext
+    accepted: list[KernelCandidate]
+    members: list[KernelCandidate]
+    objectives: Objectives
+    choice: Choice | None
+    models: dict[str, FittedKernel]
+    pending: PendingFits
+
+
+class RoundRunner:
+    """Runs a round's steps in order (see the module docstring).
+
+    Args:
+        config: The surrogate's settings.
+        fitter: Fits and scores kernels.
+        chooser: The choice step.
+        steps: The steps around the fits.
+        proposing: The proposer host.
+        keep: Keeps a round's record once the round has ended (the surrogate's history).
+    """
+
+    def __init__(
+        self,
+        config: KernelDiscoveryConfig,
+        fitter: KernelFitter,
+        chooser: Chooser,
+        steps: RoundSteps,
+        proposing: ProposerHost,
+        keep: Callable[[RoundRecord], None],
+    ) -> None:
+        self.config = config
+        self.fitter = fitter
+        self.chooser = chooser
+        self.steps = steps
+        self.proposing = proposing
+        self.keep = keep
+        #: The rounds that have begun and not ended, by outcome.
+        self.open_rounds: dict[str, OpenRound] = {}
+
+    # --- where the fits run --------------------------------------------------------------
+
+    def executor(self, ctx: RoundContext, ax_builder: bool) -> FitExecutor:
+        """Where this round's fits run: in the background (``background_fits``: a CPU run
+        whose surrogate builds models the Ax way, ``ax_builder``, in a round fitted in full,
+        without ``fit_workers``), in ``fit_workers`` worker processes, or here."""
+        workers = self.config.fit_workers
+        if workers > 1:
+            return WorkerProcessFits(workers)
+        mode = self.config.background_fits
+        if (
+            mode == "off"
+            or ctx.dataset.X.device.type != "cpu"
+            or (mode == "auto" and usable_cores() < 2)
+            or not ax_builder
+            or self.fitter.halving(ctx)
+        ):
+            return InProcessFits()
+        return BackgroundFits(user=self)  # the runner holds the worker (see close)
+
+    # --- the round ----------------------------------------------------------------------
+
+    def run(
+        self,
+        ctx: RoundContext,
+        objectives: Objectives,
+        rows: Mapping[str, FitRows],
+        ax_builder: bool,
+    ) -> Handed:
+        """Run one round (its end may wait for a deferred executor: :meth:`end`).
+
+        Args:
+            ctx: The round.
+            objectives: Ax's objectives.
+            rows: The fit's rows of every outcome (the strike rule's verdict).
+            ax_builder: Whether the surrogate builds its models the Ax way (a background
+                worker builds them so).
+
+        Returns:
+            The model the acquisition gets and its ``ModelConfig``.
+        """
+        t_start = time.perf_counter()
+        rec = ctx.rec
+        self.steps.open(ctx, objectives, rows)
+        accepted = self.steps.admit(ctx, self.proposing.propose(ctx, rec.round))
+        cands = [m.candidate for m in ctx.population] + accepted
+        executor = self.executor(ctx, ax_builder)
+        deferred = isinstance(executor, BackgroundFits)
+        converging = self.config.converge_chosen and self.config.fit_maxiter is not None
+        early = self.chooser.choice_before_fits(ctx) if deferred or converging else None
+        t0 = time.perf_counter()
+        first = None
+        if early is not None:
+            first = self.fit_the_choice(ctx, cands, early, len(objectives))
+        handed: Handed | None = None
+        choice: Choice | None = None
+        models: dict[str, FittedKernel] = {}
+        members, rest = cands, cands
+        if first is not None:
+            choice, models, tried = first
+            handed = self.steps.hand_on(ctx, choice, models, objectives)
+            rest = [c for c in cands if c.name not in tried]
+        else:
+            if early is not None:  # every member the choice could take failed to fit
+                members = rest = [c for c in cands if c.name not in set(early.ranked)]
+            if deferred:  # the round chooses from its fits: they run here
+                executor = InProcessFits()
+        pending = executor.submit(self.fitter, ctx, rest, members)
+        rec.timings["fit_and_score"] = time.perf_counter() - t0
+        self.open_rounds[ctx.outcome] = OpenRound(
+            ctx, accepted, members, objectives, choice, models, pending
+        )
+        if not pending.deferred:
+            ended = self.end(ctx.outcome)
+            handed = handed or ended
+        assert handed is not None  # handed on before the fits, or chosen at the end
+        rec.timings["total"] = time.perf_counter() - t_start
+        return handed
+
+    def fit_the_choice(
+        self,
+        ctx: RoundContext,
+        cands: Sequence[KernelCandidate],
+        early: EarlyChoice,
+        n_objectives: int,
+    ) -> tuple[Choice, dict[str, FittedKernel], set[str]] | None:
+        """Fit the member the early choice takes (the first of its order that fits) and a
+        batch portfolio's ``portfolio_keep``, here; to convergence under
+        ``converge_chosen``.
+
+        Returns:
+            The choice, the fitted kernels and the names tried (fitted or failed); ``None``
+            when every member the choice could take failed to fit.
+        """
+        ctx.rec.selection = "full"
+        by_name = {c.name: c for c in cands}
+        converge = self.config.converge_chosen
+        models: dict[str, FittedKernel] = {}
+        choice = Choice(names=[], guarded=True) if early.guarded else None
+        tried: set[str] = set()
+        portfolio = self.steps.portfolios.wanted(n_objectives)
+        wanted = self.config.portfolio_size if portfolio else 1
+        for name in early.ranked:
+            if len(models) >= wanted:
+                break
+            tried.add(name)
+            fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands, converge=converge)
+            if fitted is not None:
+                models[name] = fitted
+                if choice is None:
+                    choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
+        if choice is None:
+            return None
+        if not choice.guarded and portfolio:
+            for name in self.config.portfolio_keep:
+                if name in by_name and name not in tried:
+                    tried.add(name)
+                    fitted = self.fitter.fit_and_score(
+                        by_name[name], ctx, members=cands, converge=converge
+                    )
+                    if fitted is not None:
+                        models[name] = fitted
+        return choice, models, tried
+
+    def end(self, outcome: str) -> Handed | None:
+        """End ``outcome``'s open round; **waits** for its fits where a worker still runs
+        them (an interrupt while waiting leaves the round open, to be ended at the next
+        call: no round is lost).
+
+        Returns:
+            The model the acquisition gets where the round chose here, from its fits
+            (``None``: no round was open, or it handed its choice on before its fits).
+        """
+        open_round = self.open_rounds.get(outcome)
+        if open_round is None:
+            return None
+        fits = open_round.pending.wait()
+        del self.open_rounds[outcome]
+        ctx, members = open_round.ctx, open_round.members
+        fitted = {**open_round.models, **fits.models}
+        order = [c.name for c in members if c.name in fitted]
+        models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
+        handed = self.steps.end(
+            ctx,
+            open_round.accepted,
+            models,
+            open_round.objectives,
+            handed=open_round.choice,
+            builders=fits.builders,
+            on_choice=lambda names, fitted: self.fitter.converge_choice(
+                ctx, names, fitted, members
+            ),
+        )
+        self.keep(ctx.rec)
+        self.proposing.after_round(ctx)
+        return handed
+
+    def end_all(self) -> None:
+        """End every open round (**waits** for their fits: see :meth:`end`)."""
+        for outcome in list(self.open_rounds):
+            self.end(outcome)
+
+    def discard(self) -> None:
+        """Forget the open rounds (they were cut short: see
+        :meth:`~ax_kernel_discovery.KernelDiscoverySurrogate.fit`); a worker still fitting
+        finishes unheard."""
+        for open_round in self.open_rounds.values():
+            open_round.pending.cancel()
+        self.open_rounds = {}
