@@ -177,9 +177,9 @@ def export_kernels(
     members = [m for m in population if m.score is not None][:top]
     if not members:
         when = (
-            "criterion='prequential' scores a member by its forecast of the next BO batch: "
-            "export after at least two BO rounds"
-            if surrogate.config.criterion == "prequential"
+            f"criterion={surrogate.config.criterion!r} scores a member by its forecast of the "
+            "next BO batch: export after at least two BO rounds"
+            if surrogate.config.selection_rule().scores_forecasts
             else "export after at least one BO round"
         )
         raise ValueError(

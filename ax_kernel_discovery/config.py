@@ -33,7 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ax_kernel_discovery.devices import check_device_name, resolve_device
 from ax_kernel_discovery.library_format import library_entries
 from ax_kernel_discovery.population import start_candidates
-from ax_kernel_discovery.selection import Criterion
+from ax_kernel_discovery.selection_rules import (
+    SELECTION_RULES,
+    SelectionRule,
+    selection_rule,
+    unknown_rule_message,
+)
 
 __all__ = ["SECTIONS", "ConfigSource", "KernelDiscoveryConfig", "unknown_field_message"]
 
@@ -179,7 +184,7 @@ class KernelDiscoveryConfig(BaseModel):
     )
 
     # --- choice: the criterion, and which kernel the acquisition gets ---
-    criterion: Criterion = Field(
+    criterion: str = Field(
         "prequential",
         description="Selection criterion: prequential | lbo_crps | loo_crps | loo_crps_bic | "
         "mll | bic. prequential (the default) scores each member by the forecast its previous "
@@ -584,6 +589,14 @@ class KernelDiscoveryConfig(BaseModel):
     def _device(cls, value: str) -> str:
         return check_device_name(value)
 
+    @field_validator("criterion")
+    @classmethod
+    def _registered_rule(cls, value: str) -> str:
+        """A criterion is the name of a registered selection rule."""
+        if value not in SELECTION_RULES:
+            raise ValueError(unknown_rule_message(value))
+        return value
+
     @field_validator("start_kernels", mode="before")
     @classmethod
     def _library_entries(cls, value: Any) -> list[dict[str, Any]] | None:
@@ -666,7 +679,7 @@ class KernelDiscoveryConfig(BaseModel):
 
     @model_validator(mode="after")
     def _top_k_scores_points(self) -> KernelDiscoveryConfig:
-        if self.criterion in ("lbo_crps", "prequential") and self.score_top_k is not None:
+        if self.selection_rule().scores_batches and self.score_top_k is not None:
             raise ValueError(
                 "score_top_k scores the k best points by leave-one-out, and "
                 f"criterion={self.criterion!r} scores whole batches: set "
@@ -676,7 +689,7 @@ class KernelDiscoveryConfig(BaseModel):
 
     @model_validator(mode="after")
     def _heldout_rules_need_prequential(self) -> KernelDiscoveryConfig:
-        if self.criterion != "prequential":
+        if not self.selection_rule().scores_forecasts:
             if self.mixture_top_k > 1:
                 raise ValueError(
                     "mixture_top_k > 1 weights members by their held-out forecasts: set "
@@ -765,10 +778,16 @@ class KernelDiscoveryConfig(BaseModel):
         """
         return {field: getattr(self, field) for field in SECTIONS[name]}
 
+    def selection_rule(self) -> SelectionRule:
+        """The selection rule that ``criterion`` names, reading these settings
+        (:data:`~ax_kernel_discovery.selection_rules.SELECTION_RULES`)."""
+        return selection_rule(self.criterion, self)
+
     def resolved_tie_break(self) -> Literal["none", "cost"]:
-        """The tie rule in force: ``auto`` is ``cost`` under the prequential criterion."""
+        """The tie rule in force: ``auto`` is the rule's own (``cost`` under the
+        prequential criterion, :attr:`~.selection_rules.SelectionRule.default_tie_break`)."""
         if self.tie_break == "auto":
-            return "cost" if self.criterion == "prequential" else "none"
+            return self.selection_rule().default_tie_break
         return self.tie_break
 
     def resolved_proposal_format(self) -> Literal["expression", "code"]:

@@ -1,5 +1,8 @@
 """Selection criteria: pure math on the noisy *prior* covariance of a fitted GP.
 
+The criteria by name, each with what it decides in a round, are the rules of
+:mod:`ax_kernel_discovery.selection_rules`; this module holds their maths.
+
 LOO-CRPS (the paper's criterion) uses the closed-form leave-one-out predictive of a GP
 with noisy prior covariance :math:`K = K_f + \\sigma^2 I` and centred targets :math:`y`:
 
@@ -52,14 +55,11 @@ also give **mixture weights**: :func:`stacking_weights` (Yao, Vehtari, Simpson a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
-
-Criterion = Literal["loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic", "prequential"]
-CRITERIA: tuple[str, ...] = ("loo_crps", "loo_crps_bic", "lbo_crps", "mll", "bic", "prequential")
 
 _SQRT_PI_INV = 1.0 / math.sqrt(math.pi)
 
@@ -262,60 +262,6 @@ def log_marginal_likelihood(K: Tensor, y: Tensor) -> Tensor:
     alpha = torch.cholesky_solve(y.unsqueeze(-1), L).squeeze(-1)
     n = y.shape[-1]
     return -0.5 * (y @ alpha) - torch.log(torch.diagonal(L)).sum() - 0.5 * n * math.log(2 * math.pi)
-
-
-#: What each criterion of :data:`CRITERIA` scores (the docs' table of criteria).
-CRITERION_SUMMARIES: dict[str, str] = {
-    "loo_crps": "mean CRPS of the closed-form leave-one-out predictions (``loo_crps``)",
-    "loo_crps_bic": "LOO-CRPS plus ``|theta| log n / n`` (for D >> n)",
-    "lbo_crps": "mean CRPS of the closed-form leave-block-out predictions, the blocks being "
-    "the last BO batches (``lbo_crps``); LOO-CRPS while there are none (the first BO "
-    "round sees only the initial design)",
-    "mll": "negative log marginal likelihood per data point",
-    "bic": "``|theta| log n - 2 log p(y)``",
-    "prequential": "each member's forecast of the next batch, scored when the batch arrives "
-    "by the surrogate from earlier fits (see the module docstring); in ``score``, the "
-    "fitted model's in-sample fallback, ``lbo_crps``",
-}
-
-
-def score(
-    criterion: str,
-    K: Tensor,
-    y: Tensor,
-    num_params: int,
-    blocks: Sequence[Tensor] | None = None,
-) -> float:
-    """Score a fitted GP by ``criterion`` (lower is better; :data:`CRITERION_SUMMARIES`
-    says what each criterion scores).
-
-    Args:
-        criterion: One of :data:`CRITERIA`.
-        K: Noisy prior covariance.
-        y: Centred targets.
-        num_params: Number of scalar hyperparameters of the kernel.
-        blocks: Index tensors of the batches ``lbo_crps`` leaves out (ignored by the
-            other criteria).
-    """
-    n = y.shape[-1]
-    if criterion == "prequential":  # its held-out scores come from past fits; here: LBO
-        criterion = "lbo_crps"
-    if criterion == "lbo_crps":
-        if blocks and any(len(b) for b in blocks):
-            return float(lbo_crps(K, y, blocks))
-        criterion = "loo_crps"
-    fn = _CRITERIA.get(criterion)
-    if fn is None:
-        raise ValueError(f"unknown criterion {criterion!r}; choose from {CRITERIA}")
-    return float(fn(K, y, num_params, n))
-
-
-_CRITERIA: dict[str, Callable[[Tensor, Tensor, int, int], Tensor | float]] = {
-    "loo_crps": lambda K, y, k, n: loo_crps(K, y),
-    "loo_crps_bic": lambda K, y, k, n: loo_crps(K, y) + k * math.log(n) / n,
-    "mll": lambda K, y, k, n: -log_marginal_likelihood(K, y) / n,
-    "bic": lambda K, y, k, n: k * math.log(n) - 2.0 * log_marginal_likelihood(K, y),
-}
 
 
 def best_points(K: Tensor, y: Tensor, values: Tensor, k: int) -> tuple[Tensor, Tensor]:

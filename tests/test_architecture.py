@@ -84,6 +84,11 @@ GONE_NAMES = [
     # issue 53: the problem class had the name of Ax's own ``ax.benchmark`` class
     ("ax_kernel_discovery.benchmarks", "BenchmarkProblem"),
     ("ax_kernel_discovery.benchmarks.base", "BenchmarkProblem"),
+    # issue 49: the criteria are the rules of selection_rules.SELECTION_RULES, by name
+    ("ax_kernel_discovery.selection", "score"),
+    ("ax_kernel_discovery.selection", "Criterion"),
+    ("ax_kernel_discovery.selection", "CRITERIA"),
+    ("ax_kernel_discovery.selection", "CRITERION_SUMMARIES"),
 ]
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from botorch.cross_validation import efficient_loo_cv
@@ -21,7 +19,6 @@ from ax_kernel_discovery.selection import (
     mixture_counts,
     prior_covariance,
     pseudo_bma_weights,
-    score,
     stacking_weights,
     within_noise,
 )
@@ -98,7 +95,7 @@ def test_eval_mode_posterior_would_give_a_different_score() -> None:
     assert float(loo_crps(K, yc)) != pytest.approx(float(loo_crps(post, yc)), rel=1e-3)
 
 
-def test_criteria() -> None:
+def test_log_marginal_likelihood_is_the_gaussian_log_density() -> None:
     K, y = _spd(10, seed=3)
     n = 10
     lml = float(log_marginal_likelihood(K, y))
@@ -106,13 +103,6 @@ def test_criteria() -> None:
         torch.distributions.MultivariateNormal(torch.zeros(n, dtype=torch.float64), K).log_prob(y)
     )
     assert lml == pytest.approx(expected, abs=1e-9)
-    assert score("mll", K, y, 5) == pytest.approx(-lml / n)
-    assert score("bic", K, y, 5) == pytest.approx(5 * math.log(n) - 2 * lml)
-    assert score("loo_crps_bic", K, y, 5) == pytest.approx(
-        float(loo_crps(K, y)) + 5 * math.log(n) / n
-    )
-    with pytest.raises(ValueError, match="unknown criterion"):
-        score("aic", K, y, 5)
 
 
 def test_bad_shapes_are_clear_errors() -> None:
@@ -176,15 +166,6 @@ def test_leaving_a_block_out_never_shrinks_a_points_predictive_variance(seed: in
     idx, _, var_block = leave_blocks_out_predictive(K, y, [block])
     assert torch.all(var_block >= var_loo[idx] - 1e-12)
     assert torch.any(var_block > var_loo[idx] * (1 + 1e-6))  # the neighbours carried information
-
-
-def test_lbo_crps_falls_back_to_loo_crps_without_batches() -> None:
-    K, y = _spd(8, seed=5)
-    assert score("lbo_crps", K, y, 3) == pytest.approx(float(loo_crps(K, y)))
-    assert score("lbo_crps", K, y, 3, blocks=[]) == pytest.approx(float(loo_crps(K, y)))
-    block = [torch.tensor([5, 6, 7])]
-    assert score("lbo_crps", K, y, 3, blocks=block) == pytest.approx(float(lbo_crps(K, y, block)))
-    assert score("loo_crps", K, y, 3, blocks=block) == pytest.approx(float(loo_crps(K, y)))
 
 
 def test_heldout_predictive_is_the_forecast_from_the_earlier_points() -> None:

@@ -2,15 +2,18 @@
 
 :class:`Chooser` is a collaborator of
 :class:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate`: it ranks the members
-by their held-out forecasts (``prequential``: the lowest held-out loss first; with the
-cost tie rule, the members within noise of the best cheapest first), weighs a mixture of
-the best members, and takes the best fit score under the other criteria. It fits nothing
+by the scores the selection rule gives them before the fits
+(:meth:`~ax_kernel_discovery.selection_rules.SelectionRule.score_before_fits`;
+``prequential``: the lowest held-out loss first; with the cost tie rule, the members within
+noise of the best cheapest first), weighs a mixture of the best members, and takes the best
+fit score where no member has such a score (the other criteria). It fits nothing
 (:mod:`.fitting`) and scores no forecast (:mod:`.heldout`), and changes no state: it reads
 the population and the round's fitted kernels and returns a :class:`Choice`.
 
-Under ``prequential`` the choice compares forecasts that earlier fits made, so it is known
-before the round's fits (:meth:`Chooser.choice_before_fits`): that is what lets a round fit
-its other kernels in the background (:mod:`.executors`).
+Where members have scores before the fits (``prequential``: forecasts that earlier fits
+made), the choice is known before the round's fits (:meth:`Chooser.choice_before_fits`,
+from the same order as :meth:`Chooser.select`): that is what lets a round fit its other
+kernels in the background (:mod:`.executors`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ax_kernel_discovery.selection import (
     stacking_weights,
     within_noise,
 )
+from ax_kernel_discovery.selection_rules import SelectionRule
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.state import RoundContext
 
@@ -87,7 +91,7 @@ class Chooser:
     """The choice step of a round of kernel discovery.
 
     Args:
-        config: The surrogate's settings (``criterion``, ``guard_rounds``,
+        config: The surrogate's settings (``criterion``: its selection rule, ``guard_rounds``,
             ``heldout_score``, ``score_batches``, ``tie_break``, ``mixture_top_k``,
             ``mixture_weights``, ``parsimony_tolerance``).
     """
@@ -96,54 +100,59 @@ class Chooser:
         self.config = config
         self._sizes: dict[tuple[str, int], int] = {}  # (candidate key, dim) -> hyperparameters
 
+    @property
+    def rule(self) -> SelectionRule:
+        """The selection rule of ``config.criterion``."""
+        return self.config.selection_rule()
+
     def member_score(self, member: Member, models: Mapping[str, FittedKernel]) -> float | None:
-        """The score a member is ranked by: held-out (``prequential``) or its fit's score."""
-        if self.config.criterion == "prequential":
-            return member.heldout_loss(self.config.heldout_score, self.config.score_batches)
-        return models[member.name].score
+        """The score a member is ranked by (the rule's
+        :meth:`~ax_kernel_discovery.selection_rules.SelectionRule.member_score`): held-out
+        (``prequential``) or its fit's score."""
+        return self.rule.member_score(member, models[member.name].score)
 
     def select(self, models: dict[str, FittedKernel], ctx: RoundContext) -> Choice:
         """The round's choice among the fitted members (see :class:`Choice`).
 
         * the first ``guard_rounds`` BO rounds hand the acquisition Ax's default model;
-        * ``prequential``: the first fitted member in :meth:`choice_order` (the lowest
+        * the first fitted member in :meth:`choice_order` (``prequential``: the lowest
           held-out loss among those that have forecast a batch; with
           ``tie_break="cost"``, the cheapest member within noise of it), or a mixture of
-          it and the next best of the ``mixture_top_k``; before any member has
-          forecast a batch, the fit scores decide (``lbo_crps``, LOO-CRPS before the
-          first batch);
-        * otherwise the best fit score (:meth:`choose`).
+          it and the next best of the ``mixture_top_k``;
+        * where no fitted member is in that order (a rule that scores members by their
+          fits only; under ``prequential``, before any member has forecast a batch), the
+          best fit score (:meth:`choose`; ``prequential``: ``lbo_crps``, LOO-CRPS before
+          the first batch).
         """
         pop = ctx.population
         fit_scores = {k: v.score for k, v in models.items()}
         done = len(ctx.past)
         if done < self.config.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
-        if self.config.criterion == "prequential":
-            order, losses = self.choice_order(ctx)
-            eligible = {k: v for k, v in losses.items() if k in models}
-            if eligible:
-                best = next(k for k in order if k in models)
-                if self.config.mixture_top_k <= 1:
-                    return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
-                ranked = sorted(eligible, key=lambda k: (eligible[k], k))
-                top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
-                return self._mixture(pop, top, eligible)
+        order, losses = self.choice_order(ctx)
+        eligible = {k: v for k, v in losses.items() if k in models}
+        if eligible:
+            best = next(k for k in order if k in models)
+            if self.config.mixture_top_k <= 1:
+                return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
+            ranked = sorted(eligible, key=lambda k: (eligible[k], k))
+            top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
+            return self._mixture(pop, top, eligible)
         return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
 
     def choice_before_fits(self, ctx: RoundContext) -> EarlyChoice | None:
         """The round's choice as :meth:`select` will make it, known before the fits.
 
-        Under ``prequential`` (one member) the choice compares held-out forecasts of
-        earlier fits, so this round's fits decide only which members can still be chosen:
-        the first member of :meth:`choice_order` whose fit succeeds. A guard round hands
-        on Ax's default model whatever the fits give. ``None`` where the choice needs this
-        round's fit scores (another criterion, no member with a forecast yet) or several
-        fitted members (a mixture).
+        Where members have scores before the fits (``prequential``, one member: held-out
+        forecasts of earlier fits), this round's fits decide only which members can still
+        be chosen: the first member of :meth:`choice_order` whose fit succeeds, as in
+        :meth:`select`. A guard round hands on Ax's default model whatever the fits give.
+        ``None`` where the choice needs this round's fit scores (a rule that scores by the
+        fits, no member with a forecast yet) or several fitted members (a mixture).
         """
         if len(ctx.past) < self.config.guard_rounds:
             return EarlyChoice(guarded=True)
-        if self.config.criterion != "prequential" or self.config.mixture_top_k > 1:
+        if self.config.mixture_top_k > 1:
             return None
         order, losses = self.choice_order(ctx)
         if not order:
@@ -151,8 +160,10 @@ class Chooser:
         return EarlyChoice(ranked=order, scores=losses)
 
     def choice_order(self, ctx: RoundContext) -> tuple[list[str], dict[str, float]]:
-        """The members that have forecast a batch, in the order the ``prequential``
-        choice takes them (the first whose fit succeeds), and their held-out losses.
+        """The members that have a score before the fits (the rule's
+        :meth:`~ax_kernel_discovery.selection_rules.SelectionRule.score_before_fits`;
+        ``prequential``: those that have forecast a batch), in the order the choice takes
+        them (the first whose fit succeeds), and those scores (held-out losses).
 
         Best held-out loss first; with ``tie_break="cost"``, the members tied with the
         best (:meth:`tied_with`) come first, cheapest for the acquisition first
@@ -207,10 +218,11 @@ class Chooser:
         return candidate.acquisition_cost, self._sizes[key]
 
     def heldout_ranking(self, members: Sequence[Member]) -> tuple[dict[str, float], list[str]]:
-        """The members that have forecast a batch, with their held-out losses, and their
-        names best first (ties by name): what the ``prequential`` choice compares."""
-        kind, window = self.config.heldout_score, self.config.score_batches
-        losses = {m.name: m.heldout_loss(kind, window) for m in members}
+        """The members that have a score before the fits, with those scores, and their
+        names best first (ties by name): what the choice compares (``prequential``: the
+        members that have forecast a batch, by their held-out losses)."""
+        rule = self.rule
+        losses = {m.name: rule.score_before_fits(m) for m in members}
         eligible = {k: v for k, v in losses.items() if v is not None}
         return eligible, sorted(eligible, key=lambda k: (eligible[k], k))
 

@@ -33,7 +33,7 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
-from ax_kernel_discovery.selection import best_points, num_hyperparameters, prior_covariance, score
+from ax_kernel_discovery.selection import best_points, num_hyperparameters, prior_covariance
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
 from ax_kernel_discovery.surrogate.worker import shared_pool
@@ -315,7 +315,9 @@ class KernelFitter:
         return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
 
     def _score_blocks(self, ctx: RoundContext, n: int) -> list[Tensor] | None:
-        """The last ``score_batches`` BO batches of the outcome, as row indices (lbo_crps).
+        """The last ``score_batches`` BO batches of the outcome, as row indices, for a
+        selection rule that :attr:`~ax_kernel_discovery.selection_rules.SelectionRule.scores_batches`
+        (``lbo_crps``, ``prequential``).
 
         A batch is the rows a round's fit saw first. With the rows keyed by trial
         (:attr:`RoundContext.rows`) they are found by key, wherever they sit in Ax's
@@ -324,7 +326,7 @@ class KernelFitter:
         initial design is never a batch; before the first BO batch there is none
         (``None``: LOO-CRPS).
         """
-        if self.config.criterion not in ("lbo_crps", "prequential"):
+        if not self.config.selection_rule().scores_batches:
             return None
         rows, seen = ctx.rows, ctx.state.row_rounds
         if rows is not None and len(rows.keys) == n and seen:
@@ -468,7 +470,9 @@ class KernelFitter:
         t0: float,
         refit_seconds: float | None = None,
     ) -> FittedKernel | None:
-        """Score a fitted model by the criterion; keep its parameters as the warm start."""
+        """Score a fitted model by the selection rule's
+        :meth:`~ax_kernel_discovery.selection_rules.SelectionRule.fit_score`; keep its
+        parameters as the warm start."""
         try:
             with torch.no_grad():
                 K, y = prior_covariance(model)
@@ -477,8 +481,7 @@ class KernelFitter:
                     values = torch.as_tensor(model.train_targets).reshape(-1) * sign
                     K, y = best_points(K, y, values, top_k)
                 covar = model.covar_module
-                value = score(
-                    self.config.criterion,
+                value = self.config.selection_rule().fit_score(
                     K,
                     y,
                     num_hyperparameters(covar),  # type: ignore[arg-type]

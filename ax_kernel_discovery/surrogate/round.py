@@ -8,8 +8,9 @@ way the round opens and ends through :class:`RoundSteps`, written once:
 
 * :meth:`RoundSteps.open`: last round's choice is struck if its batch did not improve
   the best feasible value or the feasible Pareto front (:mod:`.strike`), last round's
-  batch portfolio is credited, an empty population resets to the start set, and
-  (``prequential``) the members' forecasts of the new batch are scored;
+  batch portfolio is credited, an empty population resets to the start set, and (a
+  selection rule that judges forecasts, ``prequential``) the members' forecasts of the new
+  batch are scored;
 * :meth:`RoundSteps.admit`: the proposer's candidates are checked
   (:class:`~.admission.CandidateAdmission`);
 * :meth:`RoundSteps.hand_on`: the chosen member's model (or the mixture, or Ax's default
@@ -58,7 +59,7 @@ class RoundSteps:
         config: The surrogate's settings.
         admission: The candidate checks.
         chooser: The choice step.
-        heldout: The held-out forecast scores (``prequential``).
+        heldout: The held-out forecast scores (a rule that judges forecasts).
         portfolios: The batch portfolios.
         build_model: Builds Ax's default model for a guard round, or when no kernel fits.
     """
@@ -83,11 +84,13 @@ class RoundSteps:
 
     def open(self, ctx: RoundContext, objectives: Objectives, rows: Mapping[str, FitRows]) -> None:
         """Strike, credit last round's portfolio, reset an empty population, score the
-        members' forecasts of the new batch (``prequential``) and note the fit's rows."""
+        members' forecasts of the new batch (a rule that
+        :attr:`~ax_kernel_discovery.selection_rules.SelectionRule.scores_forecasts`:
+        ``prequential``) and note the fit's rows."""
         self.strike(ctx, objectives, rows)
         self.portfolios.credit(ctx)
         ctx.rec.reset = ctx.population.reset_if_empty()
-        if self.config.criterion == "prequential":
+        if self.config.selection_rule().scores_forecasts:
             t0 = time.perf_counter()
             self._keep_forecasts(ctx, self.heldout.score_heldout(ctx))
             ctx.rec.timings["heldout"] = time.perf_counter() - t0
@@ -290,18 +293,18 @@ class RoundSteps:
         self, ctx: RoundContext, choice: Choice, models: Mapping[str, FittedKernel]
     ) -> None:
         """The round's scores; the population keeps its best (the choice, the batch
-        portfolio's ``portfolio_keep`` and, under ``prequential``, kernels that have not
-        forecast a batch yet are kept)."""
+        portfolio's ``portfolio_keep`` and those the selection rule protects are kept:
+        under ``prequential``, kernels that have not forecast a batch yet)."""
         rec, pop = ctx.rec, ctx.population
+        rule = self.config.selection_rule()
         rec.scores = dict(choice.scores)
-        if self.config.criterion == "prequential":
+        if rule.scores_forecasts:
             rec.fit_scores = {k: v.score for k, v in models.items()}
         protect = [] if choice.guarded else list(choice.names)
         # members with a share of every batch whatever their forecasts: truncation, which
         # ranks by forecasts, would take that share away (they still leave when struck)
         protect += list(self.config.portfolio_keep)
-        if self.config.criterion == "prequential":  # new kernels: not yet forecast
-            protect += [m.name for m in pop if not m.heldout]
+        protect += rule.protected(pop)  # prequential: new kernels, not yet forecast
         rec.dropped.extend(ctx.state.truncate(protect=protect))
 
     def _record_population(

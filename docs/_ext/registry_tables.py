@@ -76,12 +76,16 @@ def proposers() -> str:
 
 
 def criteria() -> str:
-    """The values of ``config.criterion`` (``ax_kernel_discovery.selection.CRITERIA``)."""
-    from ax_kernel_discovery.selection import CRITERIA, CRITERION_SUMMARIES
+    """The values of ``config.criterion``
+    (``ax_kernel_discovery.selection_rules.SELECTION_RULES``)."""
+    from ax_kernel_discovery.selection_rules import SELECTION_RULES
 
     return _table(
-        ("criterion", "what it scores"),
-        [(f"`{name}`", CRITERION_SUMMARIES[name]) for name in CRITERIA],
+        ("criterion", "what it scores", "rule"),
+        [
+            (f"`{name}`", rule.summary, f"`{rule.__module__}.{rule.__name__}`")
+            for name, rule in SELECTION_RULES.items()
+        ],
     )
 
 
@@ -126,13 +130,13 @@ def registries() -> dict[str, tuple[str, ...]]:
     from ax_kernel_discovery.expression import WARPS
     from ax_kernel_discovery.kernels import LEAVES
     from ax_kernel_discovery.proposers.from_config import PROPOSERS
-    from ax_kernel_discovery.selection import CRITERIA
+    from ax_kernel_discovery.selection_rules import SELECTION_RULES
 
     return {
         "leaves": tuple(LEAVES),
         "warps": tuple(WARPS),
         "proposers": tuple(PROPOSERS),
-        "criteria": tuple(CRITERIA),
+        "criteria": tuple(SELECTION_RULES),
         "problems": tuple(PROBLEMS),
         "methods": tuple(METHODS),
     }
