@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ax.core.search_space import SearchSpaceDigest
-from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import usable_cores
@@ -151,7 +151,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     slow-fit rule (the caller applies it over the whole round)."""
     t0 = time.perf_counter()
     config = job.config.model_copy(update={"fit_workers": 1})
-    fitter = KernelFitter(config, Surrogate()._construct_model, job.start_rule)
+    fitter = KernelFitter(config, fresh_model_builder(), job.start_rule)
     ctx = job.context()
     models = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
     fitted = {
@@ -349,7 +349,7 @@ class BackgroundFits:
         rec.timings["background_wait"] = time.perf_counter() - t0
         # Models built from here on use a fresh builder: the surrogate's hands back the
         # model Ax cached for this dataset (the chosen one) once the round has returned it.
-        build = Surrogate()._construct_model
+        build = fresh_model_builder()
         fitted = dict(pending.models)
         builders: dict[str, Callable[[], Model]] = {}
         if result is not None:

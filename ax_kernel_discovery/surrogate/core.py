@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpaceDigest
-from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
@@ -51,6 +51,13 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import (
+    HookedSurrogate,
+    builds_with_ax,
+    forget_datasets,
+    model_builder,
+    serialized_kwargs,
+)
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library_format import library_start_candidates
@@ -112,7 +119,7 @@ def _placeholder_spec(spec: SurrogateSpec | None) -> SurrogateSpec:
     )
 
 
-class KernelDiscoverySurrogate(Surrogate):
+class KernelDiscoverySurrogate(HookedSurrogate):
     """Ax ``Surrogate`` whose kernel is chosen from an evolving population each round.
 
     Use it as the ``surrogate`` of a ``BoTorchGenerator`` (see
@@ -165,12 +172,12 @@ class KernelDiscoverySurrogate(Surrogate):
         if state:
             self.proposing.load_state_dict(state)
         self.admission = CandidateAdmission(config)
-        self.fitter = KernelFitter(config, self._construct_model, start_rule)
-        self.heldout = HeldoutScorer(config, self._construct_model)
+        self.fitter = KernelFitter(config, model_builder(self), start_rule)
+        self.heldout = HeldoutScorer(config, model_builder(self))
         self.chooser = Chooser(config)
         portfolios = Portfolios(config, self.chooser)
         self.steps = RoundSteps(
-            config, self.admission, self.chooser, self.heldout, portfolios, self._construct_model
+            config, self.admission, self.chooser, self.heldout, portfolios, model_builder(self)
         )
         self.background = BackgroundFits(self.fitter, self.steps)
         self._record_only = False  # see record_only()
@@ -334,8 +341,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self.steps.portfolios.by_outcome = portfolios
         for dataset in kwargs.get("datasets", args[0] if args else ()):
             key = tuple(dataset.outcome_names)
-            self._submodels.pop(key, None)
-            self._last_datasets.pop(key, None)
+            forget_datasets(self, key)
 
     def model_selection(
         self,
@@ -362,10 +368,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self._round_used = True
         accepted = self.steps.admit(ctx, self.proposing.propose(ctx, ctx.rec.round))
         cands = [m.candidate for m in ctx.population] + accepted
-        ax_builder = (
-            type(self)._construct_model is Surrogate._construct_model
-            and self.fitter.build_model == self._construct_model
-        )
+        ax_builder = builds_with_ax(self, self.fitter.build_model)
         background = self.background.allowed(ctx, ax_builder)
         converging = self.config.converge_chosen and self.config.fit_maxiter is not None
         early = self.chooser.choice_before_fits(ctx) if background or converging else None
@@ -435,8 +438,8 @@ class KernelDiscoverySurrogate(Surrogate):
         if self.state.another_experiment(features, experiment):
             self.steps.portfolios.by_outcome = {}
 
-    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._serialize_attributes_as_kwargs()
+    def serialize_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = super().serialize_kwargs(kwargs)
         kwargs["config"] = self.config.model_dump(mode="json")
         kwargs["state"] = self.state_dict_json()
         return kwargs
@@ -450,7 +453,7 @@ class KernelDiscoverySurrogate(Surrogate):
         model configs do too (Ax's cross-validation fits the clone with them).
         """
         with self.record_only():  # the state is not needed: no background wait
-            kwargs = self._serialize_attributes_as_kwargs()
+            kwargs = serialized_kwargs(self)
         kwargs.pop("state", None)
         clone = self.__class__(**kwargs)
         clone._start_candidates = _rebound(self._start_candidates, self, clone)
