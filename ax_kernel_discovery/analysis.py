@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ax_kernel_discovery._upstream.ax import experiment_of
 from ax_kernel_discovery.expression import leaves
 from ax_kernel_discovery.library_format import LIBRARY_FORMAT, KernelLibraryError, LibraryKernel
 from ax_kernel_discovery.storage import register_storage
@@ -208,7 +209,7 @@ def _run_surrogate(source: Any) -> tuple[KernelDiscoverySurrogate, str | None]:
             raise FileNotFoundError(f"no such file: {str(path)!r}")
         checkpoint = _checkpoint_of_result(path)
         return load_surrogate(checkpoint or path), str(path)
-    experiment: Any = getattr(source, "_experiment", None)
+    experiment: Any = experiment_of(source)
     name = experiment.name if getattr(experiment, "has_name", False) else None
     return find_surrogate(source), name
 

@@ -46,6 +46,7 @@ from ax.core.experiment import Experiment
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from plotly import graph_objects as go
 
+from ax_kernel_discovery._upstream.ax import create_analysis_card, create_analysis_card_group
 from ax_kernel_discovery.population import START_SET, base_candidate
 from ax_kernel_discovery.strategy import surrogate_of
 from ax_kernel_discovery.surrogate.core import KernelDiscoverySurrogate
@@ -328,7 +329,8 @@ class KernelPopulationAnalysis(_KernelDiscoveryCard):
         surrogate = _surrogate(generation_strategy)
         df = population_frame(surrogate)
         last = surrogate.history[-1]
-        return self._create_analysis_card(
+        return create_analysis_card(
+            self,
             title="Kernel discovery: the population, round by round",
             subtitle=(
                 f"{len(surrogate.history)} rounds; the last kept {len(last.population)} "
@@ -406,7 +408,8 @@ class KernelRejectionsAnalysis(_KernelDiscoveryCard):
         proposed = sum(len(r.proposed) for r in surrogate.history)
         totals = df.groupby("stage")["count"].sum().to_dict() if len(df) else {}
         shown = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "none"
-        return self._create_analysis_card(
+        return create_analysis_card(
+            self,
             title="Kernel discovery: rejected proposals by stage",
             subtitle=(
                 f"{sum(totals.values())} of {proposed} proposals rejected ({shown}). A "
@@ -494,7 +497,8 @@ class KernelDiscoveryAnalysis(_KernelDiscoveryCard):
             )
             for a in kernel_discovery_analyses()
         ]
-        return self._create_analysis_card_group(
+        return create_analysis_card_group(
+            self,
             title="Kernel discovery",
             subtitle=(
                 "What the kernel-discovery surrogate did each round: its population, its "

@@ -39,8 +39,10 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.botorch import EnsembleWithoutCachedRoot
 
-class KernelMixtureModel(Model):
+
+class KernelMixtureModel(EnsembleWithoutCachedRoot, Model):
     """A weighted mixture of single-output BoTorch models (an ensemble for acquisition).
 
     Args:
@@ -49,9 +51,6 @@ class KernelMixtureModel(Model):
             ``counts[k] / sum(counts)``).
         names: The members' names (kept for reports).
     """
-
-    _is_ensemble = True
-    _supports_cache_root = False
 
     def __init__(
         self, models: Sequence[Model], counts: Sequence[int], names: Sequence[str] = ()

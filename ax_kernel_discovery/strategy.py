@@ -29,6 +29,11 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from pydantic import BaseModel, ConfigDict, Field
 
+from ax_kernel_discovery._upstream.ax import (
+    client_generation_strategy,
+    set_pausing_criteria,
+    strategy_nodes,
+)
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import ConfigSource, KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
@@ -218,7 +223,7 @@ def _ax_initialization(
             initialize_with_center=initialize_with_center,
         )
     )
-    return list(gs._nodes[:-1])  # Ax's BO node ("MBM") is replaced by the caller's
+    return list(strategy_nodes(gs)[:-1])  # Ax's BO node ("MBM") is replaced by the caller's
 
 
 def sobol_step(num_sobol: int, seed: int | None) -> GenerationNode:
@@ -261,17 +266,20 @@ def initialization_nodes(
     """
     nodes = _ax_initialization(check_num_sobol(num_sobol), seed, initialize_with_center)
     sobol = nodes[-1]
-    sobol._pausing_criteria = [
-        SobolHandOver(
-            threshold=c.threshold,
-            only_in_statuses=c.only_in_statuses,
-            not_in_statuses=c.not_in_statuses,
-            use_all_trials_in_exp=c.use_all_trials_in_exp,
-        )
-        if type(c) is MaxTrialsAwaitingData
-        else c
-        for c in sobol.pausing_criteria
-    ]
+    set_pausing_criteria(
+        sobol,
+        [
+            SobolHandOver(
+                threshold=c.threshold,
+                only_in_statuses=c.only_in_statuses,
+                not_in_statuses=c.not_in_statuses,
+                use_all_trials_in_exp=c.use_all_trials_in_exp,
+            )
+            if type(c) is MaxTrialsAwaitingData
+            else c
+            for c in sobol.pausing_criteria
+        ],
+    )
     return nodes
 
 
@@ -416,7 +424,7 @@ def surrogate_of(source: GenerationStrategy | Any) -> Any:
         gs = source
     else:
         try:  # Ax's Client has no public accessor of its strategy; unset, it asserts
-            gs = source._generation_strategy
+            gs = client_generation_strategy(source)
         except (AttributeError, AssertionError):
             gs = None
     if gs is None:
@@ -424,7 +432,7 @@ def surrogate_of(source: GenerationStrategy | Any) -> Any:
             f"{type(source).__name__} has no generation strategy: pass a GenerationStrategy, "
             "or call client.set_generation_strategy(...) first"
         )
-    for node in gs._nodes:
+    for node in strategy_nodes(gs):
         for spec in node.generator_specs:
             surrogate = (spec.generator_kwargs or {}).get("surrogate")
             if surrogate is not None:
@@ -535,7 +543,7 @@ def kernel_discovery_generation_strategy(
 
     Example:
         >>> gs = kernel_discovery_generation_strategy(KernelDiscoveryConfig(), num_sobol=20)
-        >>> [n.name for n in gs._nodes]  # doctest: +SKIP
+        >>> [n.name for n in gs.nodes_by_name.values()]  # doctest: +SKIP
     """
     config = KernelDiscoveryConfig.coerce(config)
     check_num_sobol(num_sobol)

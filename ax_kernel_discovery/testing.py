@@ -38,6 +38,8 @@ import torch
 from gpytorch.kernels import Kernel
 from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 
+from ax_kernel_discovery._upstream.ax import botorch_acquisitions_built
+
 __all__ = [
     "ACTIVE_DIMS_TESTS",
     "ARD_TESTS",
@@ -62,21 +64,8 @@ def acquisitions_built() -> Iterator[list[Any]]:
         >>> {type(f).__name__ for f in built}  # doctest: +SKIP
         {'NewRowsqLogNEI'}
     """
-    from ax.generators.torch.botorch_modular.acquisition import Acquisition
-
-    built: list[Any] = []
-    original = Acquisition._construct_botorch_acquisition
-
-    def spy(self: Acquisition, *args: Any, **kwargs: Any) -> Any:
-        acqf = original(self, *args, **kwargs)
-        built.append(acqf)
-        return acqf
-
-    Acquisition._construct_botorch_acquisition = spy  # type: ignore[method-assign]
-    try:
+    with botorch_acquisitions_built() as built:
         yield built
-    finally:
-        Acquisition._construct_botorch_acquisition = original  # type: ignore[method-assign]
 
 
 #: Acquisition-optimizer settings that keep a test's BO rounds to a fraction of a second.
@@ -92,7 +81,8 @@ def unit_box_client(dim: int, strategy: Any = None, objective: str = "-f", seed:
     Example:
         >>> from ax_kernel_discovery import kernel_discovery_generation_strategy
         >>> client = unit_box_client(3, kernel_discovery_generation_strategy(num_sobol=4))
-        >>> sorted(client._experiment.parameters)
+        >>> from ax_kernel_discovery._upstream.ax import client_experiment
+        >>> sorted(client_experiment(client).parameters)
         ['x0', 'x1', 'x2']
     """
     from ax.api import Client

@@ -28,6 +28,8 @@ from ax.adapter.data_utils import ExperimentData
 from ax.adapter.transforms.base import Transform
 from ax.core.search_space import SearchSpace
 
+from ax_kernel_discovery._upstream.ax import experiment_of
+
 __all__ = ["KeepNonFiniteOut", "NonFiniteObjectiveWarning"]
 
 
@@ -99,7 +101,7 @@ def _forget(key: int, _: Any) -> None:
 def _not_warned_yet(adapter: Any, found: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     """The observations of ``found`` not warned about yet for the adapter's experiment
     (all of them when the transform has no adapter), now marked as warned."""
-    experiment = getattr(adapter, "_experiment", None)
+    experiment = experiment_of(adapter)
     if experiment is None or not found:
         return found
     key = id(experiment)

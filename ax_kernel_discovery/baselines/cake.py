@@ -140,8 +140,8 @@ class CakeSurrogate(KernelDiscoverySurrogate):
             dataset, model_configs, search_space_digest, candidate_metadata
         )
 
-    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._serialize_attributes_as_kwargs()
+    def serialize_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = super().serialize_kwargs(kwargs)
         kwargs["max_rows"] = self.max_rows
         kwargs["max_dims"] = self.max_dims
         return kwargs

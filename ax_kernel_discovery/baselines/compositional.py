@@ -109,8 +109,8 @@ class CompositionalSearchSurrogate(KernelDiscoverySurrogate):
         """The proposer factory: every expansion of the best member, by the base kernels."""
         return CompositionalProposer(base_kernels=self.base_kernels, max_depth=self.max_depth)
 
-    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._serialize_attributes_as_kwargs()
+    def serialize_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = super().serialize_kwargs(kwargs)
         kwargs["max_depth"] = self.max_depth
         kwargs["base_kernels"] = list(self.base_kernels)
         return kwargs

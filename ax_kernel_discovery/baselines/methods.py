@@ -16,7 +16,7 @@ computed by :class:`~ax_kernel_discovery.surrogate.acquisition.KernelDiscoveryAc
 
 Example:
     >>> gs = get_method("rbf", num_sobol=10, num_restarts=2, raw_samples=32)
-    >>> [node.name for node in gs._nodes]
+    >>> list(gs.nodes_by_name)
     ['CenterOfSearchSpace', 'Sobol', 'MBM']
 """
 
@@ -36,6 +36,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.models.map_saas import EnsembleMapSaasSingleTaskGP
 from botorch.utils.evaluation import BIC
 
+from ax_kernel_discovery._upstream.ax import strategy_nodes
 from ax_kernel_discovery.baselines.cake import CAKE_DEFAULTS, CakeSurrogate, check_cake_config
 from ax_kernel_discovery.baselines.compositional import (
     COMPOSITIONAL_DEFAULTS,
@@ -263,7 +264,7 @@ def ax_strategy(
     gs = choose_generation_strategy(
         struct, model_config=model_config, botorch_acqf_class=acq.botorch_acqf_class
     )
-    spec = gs._nodes[-1].generator_specs[0]
+    spec = strategy_nodes(gs)[-1].generator_specs[0]
     if acq.acqf_options:
         spec.generator_kwargs["botorch_acqf_options"] = dict(acq.acqf_options)
     optimizer_kwargs = acq.optimizer_kwargs()

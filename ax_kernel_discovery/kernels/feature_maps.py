@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery._upstream.gpytorch import own_batch_shape
 from ax_kernel_discovery.kernels.input_map import InputMapKernel
 from ax_kernel_discovery.kernels.priors import clamp_unit
 
@@ -79,7 +80,7 @@ class FeatureMapKernel(InputMapKernel):
         self.feature_map = feature_map
         if feature_map == "bezier":
             self.register_parameter(
-                "control", torch.nn.Parameter(torch.zeros(*self._batch_shape, 4))
+                "control", torch.nn.Parameter(torch.zeros(*own_batch_shape(self), 4))
             )
             self.initialize(control=torch.tensor(IDENTITY_CONTROL))
 

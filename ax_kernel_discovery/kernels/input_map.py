@@ -22,6 +22,8 @@ from typing import Any, ClassVar
 import torch
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery._upstream.gpytorch import own_batch_shape, set_own_batch_shape
+
 #: How many mapped inputs an input-map kernel keeps in eval mode (see InputMapKernel).
 MAP_CACHE_SIZE = 4
 
@@ -163,11 +165,11 @@ class InputMapKernel(Kernel):
         """Batch shape; a map without parameters has none of its own: the base kernel's."""
         if not self._parameters:
             return self.base_kernel.batch_shape
-        return torch.broadcast_shapes(self._batch_shape, self.base_kernel.batch_shape)
+        return torch.broadcast_shapes(own_batch_shape(self), self.base_kernel.batch_shape)
 
     @batch_shape.setter
     def batch_shape(self, value: torch.Size) -> None:
-        self._batch_shape = value
+        set_own_batch_shape(self, value)
 
     @abstractmethod
     def phi(self, x: torch.Tensor) -> torch.Tensor:

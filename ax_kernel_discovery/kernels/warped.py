@@ -9,6 +9,7 @@ import torch
 from gpytorch.constraints import Interval, Positive
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery._upstream.gpytorch import own_batch_shape
 from ax_kernel_discovery.kernels.input_map import InputMapKernel
 from ax_kernel_discovery.kernels.priors import clamp_unit
 
@@ -85,7 +86,7 @@ class WarpedKernel(InputMapKernel):
         warp_output_dim(warp, dim)  # validates the name
         super().__init__(base_kernel, dim, **kwargs)
         self.warp = warp
-        batch = self._batch_shape
+        batch = own_batch_shape(self)
         if warp in ("tanh", "arctan", "spherical"):
             self.register_parameter("raw_c", torch.nn.Parameter(torch.zeros(*batch, 1)))
             self.register_constraint("raw_c", Positive())

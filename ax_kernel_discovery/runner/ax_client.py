@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ax_kernel_discovery._upstream.ax import client_experiment, generation_node_name, generator_key
 from ax_kernel_discovery.baselines.compositional import COMPOSITIONAL_DEFAULTS
 from ax_kernel_discovery.baselines.methods import get_method
 from ax_kernel_discovery.config import KernelDiscoveryConfig
@@ -96,7 +97,7 @@ def load_client(cfg: RunConfig) -> Any | None:
             f"truncated or corrupt (was the run killed while writing it?): delete {path} to "
             "start the run over"
         ) from None
-    stored = client._experiment.description
+    stored = client_experiment(client).description
     try:
         recorded = json.loads(stored) if stored else None
     except json.JSONDecodeError:
@@ -132,7 +133,7 @@ def split_generator_run(gr: Any) -> list[Any]:
                 type=gr.generator_run_type,
                 fit_time=gr.fit_time if i == 0 else 0.0,
                 gen_time=gr.gen_time if i == 0 else 0.0,
-                generator_key=gr._generator_key,
+                generator_key=generator_key(gr),
                 gen_metadata={
                     k: v for k, v in (gr.gen_metadata or {}).items() if k == "models_used"
                 },
@@ -141,7 +142,7 @@ def split_generator_run(gr: Any) -> list[Any]:
                     if arm.signature in cand_meta
                     else None
                 ),
-                generation_node_name=gr._generation_node_name,
+                generation_node_name=generation_node_name(gr),
             )
         )
     return parts
@@ -161,7 +162,7 @@ def restore_full_precision(client: Any, rounds: Sequence[Mapping[str, Any]]) -> 
     """
     from ax.core.data import Data
 
-    experiment = client._experiment
+    experiment = client_experiment(client)
     exact = {
         int(t): float(v)
         for r in rounds
@@ -185,7 +186,7 @@ def restore_full_precision(client: Any, rounds: Sequence[Mapping[str, Any]]) -> 
 
 def trial_values(client: Any) -> tuple[list[float | None], list[str]]:
     """Objective value per trial index (``None`` when failed) and the trials' statuses."""
-    experiment = client._experiment
+    experiment = client_experiment(client)
     n = len(experiment.trials)
     values: list[float | None] = [None] * n
     df = experiment.lookup_data().df

@@ -13,6 +13,7 @@ import numpy as np
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
+from ax_kernel_discovery._upstream.ax import client_experiment, client_generation_strategy
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import resolve_device
 from ax_kernel_discovery.runner.ax_client import (
@@ -106,14 +107,14 @@ def run_experiment(
         restore_full_precision(client, previous.get("rounds", []))
     if client is None:
         client = new_client(cfg, prob)
-    gs = client._generation_strategy
+    gs = client_generation_strategy(client)
 
     surrogate = surrogate_of(gs)
 
     rounds: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     if resumed and previous:
-        n_ckpt = len(client._experiment.trials)
+        n_ckpt = len(client_experiment(client).trials)
         rounds = [
             r for r in previous.get("rounds", []) if max(r.get("trials", [-1]), default=-1) < n_ckpt
         ]
@@ -132,7 +133,7 @@ def run_experiment(
             )
     session = {
         "started_at": utc_now(),
-        "n_start": len(client._experiment.trials),
+        "n_start": len(client_experiment(client).trials),
         "resumed": resumed,
     }
     sessions.append(session)
@@ -192,7 +193,7 @@ def run_experiment(
                 "best_value": best[-1] if best else None,
                 "best_trial": best_idx,
                 "best_parameters": (
-                    list(client._experiment.trials[best_idx].arm.parameters.values())
+                    list(client_experiment(client).trials[best_idx].arm.parameters.values())
                     if best_idx is not None
                     else None
                 ),
@@ -227,7 +228,7 @@ def run_experiment(
         atomic_write_json(cfg.result_path, result)
         return result
 
-    n_done = len(client._experiment.trials)
+    n_done = len(client_experiment(client).trials)
     bar, task, own_bar = _round_bar(progress, cfg, n_done, surrogate)
     try:
         if resumed and bar is not None:
@@ -241,7 +242,7 @@ def run_experiment(
             t0 = time.perf_counter()
             client.save_to_json_file(str(_tmp_checkpoint(cfg)))
             os.replace(_tmp_checkpoint(cfg), cfg.checkpoint_path)
-            n_done = len(client._experiment.trials)
+            n_done = len(client_experiment(client).trials)
             session["n_end"] = n_done
             session["wall"] = time.perf_counter() - started
             record["timings"]["overhead"] += time.perf_counter() - t0
@@ -251,7 +252,7 @@ def run_experiment(
                 bar.update(task, completed=n_done, description=_bar_text(cfg, record))
             if on_round is not None:
                 on_round(record)
-        session["n_end"] = len(client._experiment.trials)
+        session["n_end"] = len(client_experiment(client).trials)
         session["wall"] = time.perf_counter() - started
         session["finished_at"] = utc_now()
         return write("complete")

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ax_kernel_discovery._upstream.ax import client_experiment, generation_node_name, generator_key
 from ax_kernel_discovery.runner.ax_client import (
     chosen_from_metadata,
     split_generator_run,
@@ -40,7 +41,7 @@ def run_one_round(
     cfg: RunConfig, client: Any, gs: Any, surrogate: Any, prob: Any, n_done: int, round_index: int
 ) -> dict[str, Any]:
     """Generate one joint batch, evaluate it, complete the trials; returns the round record."""
-    experiment = client._experiment
+    experiment = client_experiment(client)
     q = cfg.num_sobol - n_done if n_done < cfg.num_sobol else min(cfg.batch, cfg.budget - n_done)
     q = min(q, cfg.budget - n_done)
     _seed_everything(cfg.seed * 1_000_003 + n_done)
@@ -53,13 +54,13 @@ def run_one_round(
         grs = gs.gen(experiment=experiment, n=q)
         t_gen = time.perf_counter() - t0
     gr = grs[0][0]
-    node = gr._generation_node_name
+    node = generation_node_name(gr)
     is_bo = node == BO_NODE_NAME
     record: dict[str, Any] = {
         "round": round_index,
         "kind": "bo" if is_bo else "init",
         "node": node,
-        "generator": gr._generator_key,
+        "generator": generator_key(gr),
         "n_before": n_done,
         "q": len(gr.arms),
         "trials": [],

@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from ax_kernel_discovery._upstream.botorch import has_jax
 from ax_kernel_discovery.baselines.cake import NoLLMError, check_cake_config
 from ax_kernel_discovery.baselines.methods import (
     UnknownMethodError,
@@ -383,9 +384,7 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
         except ValidationError as e:
             raise UserInputError(f"invalid kd_config: {_pydantic_messages(e)}") from None
     if cfg.method == "saasbo":
-        from botorch.models import fully_bayesian
-
-        if not getattr(fully_bayesian, "_HAS_JAX", False):
+        if not has_jax():
             raise UserInputError(
                 "method 'saasbo' needs JAX and NumPyro: pip install 'botorch[fully_bayesian]'"
             )

@@ -41,6 +41,12 @@ from botorch.generation.sampling import SamplingStrategy
 from botorch.models.model import Model
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import (
+    acquisition_model,
+    condition_on_candidates,
+    construct_botorch_acquisition,
+)
+
 
 def gen_candidates_scipy_unfixed(
     initial_conditions: Tensor,
@@ -196,9 +202,10 @@ class KernelDiscoveryAcquisition(Acquisition):
             for name, model, count in plan:
                 if parts:
                     previous = torch.cat([c for c, _, _ in parts], dim=0)
-                    self._condition_on_prev_candidates(previous, initial_pending)
-                if parts or model is not self._model:  # else Ax's own acqf is this one
-                    self.acqf = self._construct_botorch_acquisition(
+                    condition_on_candidates(self, previous, initial_pending)
+                if parts or model is not acquisition_model(self):  # else Ax's own acqf
+                    self.acqf = construct_botorch_acquisition(
+                        self,
                         botorch_acqf_class=botorch_acqf_class,
                         botorch_acqf_options=options,
                         model=model,

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpaceDigest
-from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
@@ -50,6 +50,13 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import (
+    HookedSurrogate,
+    builds_with_ax,
+    forget_datasets,
+    model_builder,
+    serialized_kwargs,
+)
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.library_format import library_start_candidates
@@ -110,7 +117,7 @@ def _placeholder_spec(spec: SurrogateSpec | None) -> SurrogateSpec:
     )
 
 
-class KernelDiscoverySurrogate(Surrogate):
+class KernelDiscoverySurrogate(HookedSurrogate):
     """Ax ``Surrogate`` whose kernel is chosen from an evolving population each round.
 
     Use it as the ``surrogate`` of a ``BoTorchGenerator`` (see
@@ -163,12 +170,12 @@ class KernelDiscoverySurrogate(Surrogate):
         if state:
             self.proposing.load_state_dict(state)
         self.admission = CandidateAdmission(config)
-        self.fitter = KernelFitter(config, self._construct_model, start_rule)
-        self.heldout = HeldoutScorer(config, self._construct_model)
+        self.fitter = KernelFitter(config, model_builder(self), start_rule)
+        self.heldout = HeldoutScorer(config, model_builder(self))
         self.chooser = Chooser(config)
         portfolios = Portfolios(config, self.chooser)
         self.steps = RoundSteps(
-            config, self.admission, self.chooser, self.heldout, portfolios, self._construct_model
+            config, self.admission, self.chooser, self.heldout, portfolios, model_builder(self)
         )
         self.runner = RoundRunner(
             config, self.fitter, self.chooser, self.steps, self.proposing, self._keep_record
@@ -339,8 +346,7 @@ class KernelDiscoverySurrogate(Surrogate):
         self.steps.portfolios.by_outcome = portfolios
         for dataset in kwargs.get("datasets", args[0] if args else ()):
             key = tuple(dataset.outcome_names)
-            self._submodels.pop(key, None)
-            self._last_datasets.pop(key, None)
+            forget_datasets(self, key)
 
     def model_selection(
         self,
@@ -364,10 +370,7 @@ class KernelDiscoverySurrogate(Surrogate):
             dataset, search_space_digest, rows, self._new_population, goal=self._fit_goal
         )
         self._round_used = True
-        ax_builder = (
-            type(self)._construct_model is Surrogate._construct_model
-            and self.fitter.build_model == self._construct_model
-        )
+        ax_builder = builds_with_ax(self, self.fitter.build_model)
         handed = self.runner.run(ctx, self.state.objective_matrix, self._fit_rows, ax_builder)
         if not self._in_fit:  # called on its own: the round is over
             self.state.round_index += 1
@@ -397,8 +400,8 @@ class KernelDiscoverySurrogate(Surrogate):
         if self.state.another_experiment(features, experiment):
             self.steps.portfolios.by_outcome = {}
 
-    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
-        kwargs = super()._serialize_attributes_as_kwargs()
+    def serialize_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = super().serialize_kwargs(kwargs)
         kwargs["config"] = self.config.model_dump(mode="json")
         kwargs["state"] = self.state_dict_json()
         return kwargs
@@ -412,7 +415,7 @@ class KernelDiscoverySurrogate(Surrogate):
         model configs do too (Ax's cross-validation fits the clone with them).
         """
         with self.record_only():  # the state is not needed: no background wait
-            kwargs = self._serialize_attributes_as_kwargs()
+            kwargs = serialized_kwargs(self)
         kwargs.pop("state", None)
         clone = self.__class__(**kwargs)
         clone._start_candidates = _rebound(self._start_candidates, self, clone)

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from gpytorch.kernels import Kernel
 
+from ax_kernel_discovery._upstream.gpytorch import own_batch_shape, set_own_batch_shape
 from ax_kernel_discovery.candidate import KernelCandidate
 
 
@@ -78,11 +79,11 @@ class DiscoveredKernel(Kernel):
         evaluated kernel matrix, so for a composite kernel the walk took about a quarter of
         each acquisition step.
         """
-        return self._batch_shape
+        return own_batch_shape(self)
 
     @batch_shape.setter
     def batch_shape(self, value: torch.Size) -> None:
-        self._batch_shape = value
+        set_own_batch_shape(self, value)
 
     def expand_batch(self, *sizes: torch.Size | tuple[int, ...]) -> DiscoveredKernel:
         """The kernel itself: it is unbatched and broadcasts over any batch of inputs."""

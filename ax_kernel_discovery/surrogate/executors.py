@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
@@ -210,7 +210,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     without the slow-fit rule (the round applies it over all its fits)."""
     t0 = time.perf_counter()
     config = job.config.model_copy(update={"fit_workers": 1})
-    fitter = KernelFitter(config, Surrogate()._construct_model, job.start_rule)
+    fitter = KernelFitter(config, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
     models = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
     fitted = {
@@ -291,7 +291,7 @@ class _PendingBackground:
         rec.timings["background_wait"] = time.perf_counter() - t0
         # Models built from here on use a fresh builder: the surrogate's hands back the
         # model Ax cached for this dataset (the chosen one) once the round has returned it.
-        build = Surrogate()._construct_model
+        build = fresh_model_builder()
         fitted: dict[str, FittedKernel] = {}
         builders: dict[str, Callable[[], Model]] = {}
         if result is not None:

@@ -23,12 +23,12 @@ from typing import Any, NamedTuple, Protocol
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
-from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
+from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
@@ -533,7 +533,7 @@ def fit_in_worker(
     """
     t0 = time.perf_counter()
     try:
-        model = _build_and_fit(Surrogate()._construct_model, dataset, digest, job)
+        model = _build_and_fit(fresh_model_builder(), dataset, digest, job)
     except Exception as e:  # noqa: BLE001 - reported to the parent as a rejection
         return None, time.perf_counter() - t0, f"{type(e).__name__}: {e}"
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -48,7 +48,6 @@ from typing import Any
 
 import torch
 from botorch.acquisition.input_constructors import acqf_input_constructor, construct_inputs_qLogNEI
-from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.utils import gpt_posterior_settings
 from botorch.posteriors.gpytorch import GPyTorchPosterior
@@ -58,6 +57,9 @@ from gpytorch.models import ExactGP
 from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
+
+from ax_kernel_discovery._upstream.botorch import input_batch_shape, qLogNEIWithHooks
+from ax_kernel_discovery._upstream.gpytorch import prediction_caches
 
 
 @dataclass
@@ -81,7 +83,7 @@ def serves(model: Any) -> bool:
         return False
     if getattr(model, "num_outputs", None) != 1 or getattr(model, "is_ensemble", False):
         return False
-    if getattr(model, "_input_batch_shape", torch.Size()) != torch.Size():
+    if input_batch_shape(model) != torch.Size():
         return False
     # a Gaussian likelihood: learned noise, or known noise per training point (SEMs);
     # either enters only the caches alpha and S, not the latent posterior's formulas
@@ -99,12 +101,10 @@ def _baseline_blocks(model: Any, X_baseline: Tensor) -> _BaselineBlocks | None:
     with torch.no_grad(), gpt_posterior_settings():
         baseline_inputs = model.transform_inputs(X_baseline)
         baseline = model(baseline_inputs)  # builds the prediction strategy and its caches
-        strategy = model.prediction_strategy
         train_inputs = model.train_inputs[0]
         if baseline_inputs.dim() != 2 or train_inputs.dim() != 2:
             return None
-        mean_cache = strategy.mean_cache
-        root = strategy.covar_cache
+        mean_cache, root = prediction_caches(model)
         if mean_cache.dim() != 1 or root.dim() != 2:
             return None
         index = _rows_in(baseline_inputs, train_inputs)
@@ -208,32 +208,30 @@ def joint_posterior(
     return posterior
 
 
-class NewRowsqLogNEI(qLogNoisyExpectedImprovement):
+class NewRowsqLogNEI(qLogNEIWithHooks):
     """``qLogNoisyExpectedImprovement`` whose joint posterior at each evaluation is
     computed from cached baseline blocks and the ``q`` new rows (see the module
     docstring); everything else is BoTorch's."""
 
     _new_rows: _BaselineBlocks | None = None
 
-    def _init_baseline(self, *args: Any, **kwargs: Any) -> None:
+    def baseline_changed(self) -> None:
         # BoTorch calls this at construction and whenever the pending points change
         # (incremental qLogNEI appends them to the baseline): the blocks follow
-        super()._init_baseline(*args, **kwargs)
         self._new_rows = None
-        if self._cache_root and serves(self.model):
+        if self.caches_root and serves(self.model):
             try:
                 self._new_rows = _baseline_blocks(self.model, self.X_baseline)
             except (NanError, NotPSDError):
                 self._new_rows = None
 
-    def _get_samples_and_objectives(self, X: Tensor) -> tuple[Tensor, Tensor]:
+    def samples_and_objectives(self, X: Tensor) -> tuple[Tensor, Tensor] | None:
         blocks = self._new_rows
         if blocks is None or X.dim() < 2:
-            return super()._get_samples_and_objectives(X)
+            return None  # BoTorch's own
         q = X.shape[-2]
         posterior = joint_posterior(self.model, blocks, X, self.posterior_transform)
-        self._set_sampler(q_in=q, posterior=posterior)
-        samples = self._get_f_X_samples(posterior=posterior, q_in=q)
+        samples = self.joint_samples(posterior, q)
         obj = self.objective(samples, X=X)
         return samples, obj
 

@@ -48,6 +48,13 @@ from ax.core.optimization_config import OptimizationConfig
 from ax.core.search_space import SearchSpace
 from ax.exceptions.core import DataRequiredError
 
+from ax_kernel_discovery._upstream.ax import (
+    adapter_optimization_config,
+    adapter_training_data,
+    experiment_of,
+    generator_surrogate,
+)
+
 __all__ = [
     "ExperimentKey",
     "ExperimentObserver",
@@ -230,7 +237,7 @@ def raw_goal(adapter: Any) -> OptimizationConfig | None:
     """The adapter's optimization config in the metrics' own units: relative constraints
     and thresholds made absolute with the raw status quo, as Ax's best point and Pareto
     front do (``None``: no config, or no status quo observed to derelativize it)."""
-    goal = getattr(adapter, "_optimization_config", None)
+    goal = adapter_optimization_config(adapter)
     if not isinstance(goal, OptimizationConfig):
         return None
     if any(c.relative for c in goal.all_constraints):
@@ -336,11 +343,11 @@ class ShareRows(Transform):
             adapter=adapter,
             config=config,
         )
-        surrogate = getattr(getattr(adapter, "generator", None), "_surrogate", None)
-        experiment = getattr(adapter, "_experiment", None)
+        surrogate = generator_surrogate(getattr(adapter, "generator", None))
+        experiment = experiment_of(adapter)
         if isinstance(experiment, Experiment) and isinstance(surrogate, ExperimentObserver):
             surrogate.observe_experiment(ExperimentKey.of(experiment))
-        raw = getattr(adapter, "_training_data", None)
+        raw = adapter_training_data(adapter)
         if experiment_data is None or raw is None or not isinstance(surrogate, RowsObserver):
             return
         transforms = list(getattr(adapter, "transforms", {}).values())
