@@ -178,3 +178,25 @@ def test_with_rows_keyed_by_trial_the_batch_is_the_unseen_rows_in_the_fits_units
         )
         assert h.logpdf == pytest.approx(logpdf, rel=1e-8, abs=1e-10)
         assert h.crps == pytest.approx(crps, rel=1e-6, abs=1e-8)
+
+
+def test_keyed_rows_without_the_fits_map_are_restandardized_and_recorded_so() -> None:
+    """Rows keyed by trial, but no map of last round's fit (a Y transform the map does
+    not know): the last rows by position are the batch, the older ones standardized
+    again, and the record says ``"restandardized"``."""
+    X, Y = _data()
+    keys = [(i, f"{i}_0") for i in range(N)]
+    raw = Y.reshape(-1).numpy()
+    rows = FitRows(keys, raw, np.full(N, np.nan), raw, ymap=None)
+    pop = fake_population({name: [] for name in FITS})
+    ctx = round_context(pop, [PastRound(0, OLD)], X=X, Y=Y, warm=_warm(X, Y), rows=rows)
+    ctx.state.row_rounds = {keys[i]: 0 for i in range(OLD)}
+    assert HeldoutScorer.units(ctx) == "restandardized"
+    with_map = round_context(pop, [PastRound(0, OLD)], X=X, Y=Y, rows=rows)
+    with_map.state.row_rounds, with_map.state.ymap = ctx.state.row_rounds, YMap()
+    assert HeldoutScorer.units(with_map) == "fit"
+    scored = _scorer().score_heldout(ctx)
+    assert ctx.rec.heldout_units == "restandardized" and set(scored) == set(FITS)
+    Ys = (Y - Y[:OLD].mean()) / Y[:OLD].std()
+    logpdf, _ = _expected(ctx.state.warm["RBF"], X, Ys, slice(OLD, N))
+    assert scored["RBF"].logpdf == pytest.approx(logpdf, rel=1e-8, abs=1e-10)
