@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 import pytest
 import torch
+from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import Kernel
 
 import ax_kernel_discovery.kernels as kernels
@@ -52,8 +57,24 @@ def test_every_leaf_builds_a_kernel_of_its_dimension(name: str) -> None:
 
 
 def test_every_kernel_class_the_package_exports_is_importable_from_kernels() -> None:
-    for name in kernels.__all__:
-        assert getattr(kernels, name) is not None
+    """Every public Kernel class of a module of ``kernels/`` is exported from
+    ``kernels`` (as the module's own class), and every exported ``...Kernel`` is one."""
+    defined = {}
+    for info in pkgutil.iter_modules(kernels.__path__, f"{kernels.__name__}."):
+        module = importlib.import_module(info.name)
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Kernel) and cls.__module__ == info.name and name[0] != "_":
+                defined[name] = cls
+    assert len(defined) >= 13  # one per kernel module (issue 49: GPyTorch's layout)
+    exported = {n: getattr(kernels, n) for n in kernels.__all__ if n.endswith("Kernel")}
+    assert exported == defined
+    assert all(isinstance(v, kernels.Leaf) for v in kernels.LEAVES.values())
+    # the exported prior is BoTorch's default lengthscale prior at the same dimension
+    ours = kernels.dim_scaled_lengthscale_prior(7)
+    botorch = get_covar_module_with_dim_scaled_prior(ard_num_dims=7).lengthscale_prior
+    assert type(ours) is type(botorch)
+    assert float(ours.loc) == pytest.approx(float(botorch.loc), rel=1e-12)
+    assert float(ours.scale) == pytest.approx(float(botorch.scale), rel=1e-12)
 
 
 def test_a_new_leaf_is_one_registration(monkeypatch: pytest.MonkeyPatch) -> None:

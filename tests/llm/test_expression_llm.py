@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
+import torch
+from gpytorch.kernels import ProductKernel, ScaleKernel
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.kernels import LEAVES, DimScaledMatern52Kernel, FeatureMapKernel
 from ax_kernel_discovery.llm.client import LLMClient
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.expression_llm import ExpressionLLMProposer
@@ -71,10 +75,24 @@ def test_structured_round_accepts_valid_trees_and_records_rejections(fake_openai
 
 
 def test_candidates_build(fake_openai: Any) -> None:
+    """The accepted tree builds the kernel it names: ``s * Matern52(x) x Periodic(rho(x))``,
+    ``rho(x) = |x - 0.5| / sqrt(D)``, the Matern leaf with one lengthscale per input."""
     fake_openai.replies = [_reply(GOOD)]
     out = _proposer(fake_openai).propose(_members(), dim=6, num_proposals=1, round_index=0)
-    kernel = out.candidates[0].build(6)
-    assert kernel is not None
+    kernel = out.candidates[0].build(6).to(torch.float64)
+    assert isinstance(kernel, ScaleKernel) and isinstance(kernel.base_kernel, ProductKernel)
+    matern, periodic = kernel.base_kernel.kernels
+    assert isinstance(matern, DimScaledMatern52Kernel) and matern.lengthscale.shape == (1, 6)
+    assert isinstance(periodic, FeatureMapKernel) and periodic.feature_map == "radius"
+    x = torch.rand(5, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    rho = (x - 0.5).norm(dim=-1, keepdim=True) / math.sqrt(6)
+    leaf_matern = LEAVES["matern52"].factory(6).to(torch.float64)
+    leaf_periodic = LEAVES["periodic"].factory(1).to(torch.float64)
+    with torch.no_grad():
+        K = kernel(x).to_dense()
+        expected = kernel.outputscale * leaf_matern(x).to_dense() * leaf_periodic(rho).to_dense()
+    torch.testing.assert_close(K, expected, rtol=1e-10, atol=1e-12)
+    assert torch.linalg.eigvalsh(K).min() > -1e-10  # a covariance
 
 
 def test_garbage_and_short_replies_are_rejections(fake_openai: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import random
 
 import pytest
 import torch
@@ -22,12 +23,19 @@ from gpytorch.kernels import RBFKernel
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.mixture import KernelMixtureModel
-from ax_kernel_discovery.population import HeldOut
+from ax_kernel_discovery.population import HeldOut, Population
 from ax_kernel_discovery.selection import num_hyperparameters
-from ax_kernel_discovery.surrogate.choice import GUARD_NAME
+from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Chooser, EarlyChoice
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.testing import (
+    fake_population,
+    fitted_kernels,
+    forecasts,
+    round_context,
+    tiny_gp,
+)
 
 DIM = 6
 NAMES = [f"x{i}" for i in range(DIM)]
@@ -314,3 +322,203 @@ def test_a_tie_is_judged_on_the_leads_whole_window() -> None:
     # with all three batches, within noise and the bound: the cheaper one
     close = [[v + 0.03 * (-1) ** i for i, v in enumerate(b)] for b in lead]
     assert _tie_case(lead, close)[:2] == ["RBF", "SL"]
+
+
+# --- the Chooser on its own: fakes of the population and the fits, no Ax, no GP fit ----
+
+
+def _config(**fields: object) -> KernelDiscoveryConfig:
+    base = {"criterion": "prequential", "guard_rounds": 0, "keep_kernels": ()}
+    return KernelDiscoveryConfig(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def _random_population(rng: random.Random) -> Population:
+    """The start set and up to three discovered leaves, each member with 0-3 forecasts
+    of the last batches (rounds 0-2, 3-5 points each, as many for every member); the
+    members' levels close enough to tie at times."""
+    names = ["RBF", "Matern52", "RQ", "BOCK", "SL"] + [f"K{i}" for i in range(rng.randint(0, 3))]
+    leaves = ["rbf", "matern52", "rq", "bock", "sl", "periodic", "linear"]
+    points = [rng.randint(3, 5) for _ in range(3)]  # the batch of each round
+    heldout = {}
+    for name in names:
+        level = rng.choice([0.4, 0.41, 0.43, 1.0]) + rng.uniform(0.0, 0.02)
+        last = rng.choice([1, 2, 2, 2])
+        count = min(rng.choice([0, 1, 3, 3]), last + 1)
+        rounds = range(last - count + 1, last + 1)
+        batches = [[level + rng.gauss(0.0, 0.1) for _ in range(points[r])] for r in rounds]
+        crps = [[abs(v) for v in b] for b in batches]
+        heldout[name] = forecasts(batches, last_round=last, crps=crps)
+    return fake_population(heldout, kernels={n: rng.choice(leaves) for n in names})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_choice_before_the_fits_is_the_choice_after_them(seed: int) -> None:
+    """Property: ``choice_before_fits``'s ranking is ``select``'s choice, whichever fits
+    succeed (what lets a round fit its other kernels in the background)."""
+    rng = random.Random(seed)
+    for _ in range(6):
+        pop = _random_population(rng)
+        config = _config(
+            tie_break=rng.choice(["none", "cost"]),
+            heldout_score=rng.choice(["log", "crps"]),
+            score_batches=rng.randint(1, 3),
+        )
+        chooser, ctx = Chooser(config), round_context(pop, past=3, dim=3)
+        early = chooser.choice_before_fits(ctx)
+        forecast = [m.name for m in pop if m.heldout]
+        if not forecast:
+            assert early is None
+            continue
+        assert early is not None and not early.guarded
+        assert sorted(early.ranked) == sorted(forecast)
+        for _ in range(5):
+            fitted = [n for n in pop.names if rng.random() < 0.6] or [pop.names[0]]
+            models = fitted_kernels({n: rng.random() for n in fitted})
+            choice = chooser.select(models, ctx)
+            if set(fitted) & set(forecast):
+                assert choice.names == [next(n for n in early.ranked if n in models)]
+                assert choice.scores == {n: early.scores[n] for n in forecast if n in models}
+            else:  # no fitted member has forecast a batch: the fit scores decide
+                assert choice.names == [min(models, key=lambda n: models[n].score)]
+
+
+@pytest.mark.parametrize(("kind", "window"), [("log", 1), ("log", 3), ("crps", 2)])
+def test_the_heldout_ranking_is_the_mean_of_the_windows_batch_means(kind: str, window: int) -> None:
+    pop = _random_population(random.Random(7))
+    chooser = Chooser(_config(tie_break="none", heldout_score=kind, score_batches=window))
+    order, losses = chooser.choice_order(round_context(pop, past=3))
+    expected = {}
+    for member in pop:
+        batches = member.heldout[-window:]
+        if batches:
+            per_point = [[-v for v in h.logpdf] if kind == "log" else h.crps for h in batches]
+            expected[member.name] = sum(sum(b) / len(b) for b in per_point) / len(per_point)
+    assert losses == pytest.approx(expected, rel=1e-12)
+    assert order == sorted(expected, key=lambda n: (expected[n], n))
+
+
+def test_the_guard_rounds_hand_on_axs_default_whatever_the_forecasts() -> None:
+    pop = fake_population({"RBF": forecasts([[0.5, 0.6]]), "SL": forecasts([[0.1, 0.2]])})
+    chooser = Chooser(_config(guard_rounds=2))
+    models = fitted_kernels({"RBF": 0.3, "SL": 0.7})
+    for past in (0, 1):
+        ctx = round_context(pop, past=past)
+        assert chooser.choice_before_fits(ctx) == EarlyChoice(guarded=True)
+        choice = chooser.select(models, ctx)
+        assert choice.guarded and choice.names == [] and choice.scores == {"RBF": 0.3, "SL": 0.7}
+    ctx = round_context(pop, past=2)
+    assert chooser.select(models, ctx).names == ["SL"] and not chooser.select(models, ctx).guarded
+
+
+def test_without_forecasts_or_under_another_criterion_the_fit_scores_decide() -> None:
+    models = fitted_kernels({"RBF": 0.3, "RQ": 0.2, "SL": 0.7})
+    fresh = fake_population({"RBF": [], "RQ": [], "SL": []})
+    chooser = Chooser(_config())
+    assert chooser.choice_before_fits(round_context(fresh, past=1)) is None
+    assert chooser.select(models, round_context(fresh, past=1)).names == ["RQ"]
+    forecast = fake_population({"RBF": [], "RQ": forecasts([[2.0]]), "SL": forecasts([[0.1]])})
+    chooser = Chooser(_config(criterion="lbo_crps"))  # the forecasts do not count
+    assert chooser.choice_before_fits(round_context(forecast, past=1)) is None
+    assert chooser.select(models, round_context(forecast, past=1)).names == ["RQ"]
+
+
+@pytest.mark.parametrize(
+    ("weights", "counts"), [("equal", [6, 6]), ("pseudo_bma", [9, 3]), ("stacking", [12])]
+)
+def test_a_mixture_weighs_the_best_members_by_their_forecasts_on_common_points(
+    weights: str, counts: list[int]
+) -> None:
+    # pseudo-BMA: exp(-1) : exp(-1 - log 3) = 3 : 1, i.e. 9 and 3 of 12 slots. Stacking: B
+    # is A shifted down everywhere, so all weight goes to A (a zero weight drops B)
+    b = 0.5 + math.log(3.0) / 2
+    pop = fake_population(
+        {"A": forecasts([[0.5, 0.5]]), "B": forecasts([[b, b]]), "C": forecasts([[5.0, 5.0]])}
+    )
+    chooser = Chooser(_config(tie_break="none", mixture_top_k=2, mixture_weights=weights))
+    ctx = round_context(pop, past=1)
+    assert chooser.choice_before_fits(ctx) is None  # a mixture needs the fits
+    choice = chooser.select(fitted_kernels({"A": 0.9, "B": 0.1, "C": 0.0}), ctx)
+    assert choice.names == ["A", "B"][: len(counts)] and choice.counts == counts
+    assert choice.weights == pytest.approx([c / 12 for c in counts])
+    assert choice.scores == pytest.approx({"A": 0.5, "B": b, "C": 5.0})
+
+
+LEAD = [[0.5, 0.6, 0.4, 0.5], [0.7, 0.6, 0.5, 0.6], [0.55, 0.45, 0.5, 0.6]]
+
+
+def _tied(other: list[list[float]], kind: str = "log", lead: list[list[float]] = LEAD) -> bool:
+    """Whether RBF, with the per-point losses ``other`` (its last batches, up to round 2),
+    ties with SL, the lead, whose losses are ``lead`` (rounds up to 2)."""
+    crps = {"SL": lead, "RBF": other} if kind == "crps" else {}
+    pop = fake_population(
+        {
+            "SL": forecasts(lead, last_round=2, crps=crps.get("SL")),
+            "RBF": forecasts(other, last_round=2, crps=crps.get("RBF")),
+        }
+    )
+    chooser = Chooser(_config(tie_break="cost", heldout_score=kind, score_batches=3))
+    sl, rbf = pop.get("SL"), pop.get("RBF")
+    return chooser.tied_with(
+        sl, rbf, sl.heldout_loss(kind, 3) or 0.0, rbf.heldout_loss(kind, 3) or 0.0
+    )
+
+
+def _shifted(lead: list[list[float]], shift: float, wobble: float) -> list[list[float]]:
+    return [[v + shift + wobble * (-1) ** i for i, v in enumerate(b)] for b in lead]
+
+
+def test_a_tie_is_within_a_paired_standard_error_and_the_bound_on_the_whole_window() -> None:
+    assert _tied(_shifted(LEAD, 0.01, 0.05))  # 0.01 worse a point, s.e. about 0.015
+    assert not _tied(_shifted(LEAD, 0.03, 0.0))  # 0.03 worse on every point: not noise
+    assert not _tied(_shifted(LEAD, 0.01, 0.05)[-1:])  # the lead's first batches are missing
+    assert not _tied(_shifted(LEAD, 0.15, 1.0))  # within noise, but 0.15 > 0.1 nats a point
+    # the losses (means of batch means) are equal, but pooled over the window's points RBF
+    # is 0.2 a point worse (within its s.e. of 0.35, beyond the bound)
+    lead = [[0.5], [0.5, 0.6, 0.4, 0.5, 0.55]]
+    other = [[0.2], [v + 0.3 + w for v, w in zip(lead[1], (1, -1, 1, -1, 0), strict=True)]]
+    assert not _tied(other, lead=lead)
+    assert _tied(
+        [[0.45], [v + 0.05 + w for v, w in zip(lead[1], (1, -1, 1, -1, 0), strict=True)]], lead=lead
+    )
+    # CRPS: the bound is a tenth of the lead's mean CRPS (0.5417 here: 0.054)
+    assert _tied(_shifted(LEAD, 0.04, 1.0), "crps")
+    assert not _tied(_shifted(LEAD, 0.06, 1.0), "crps")
+
+
+def test_the_cost_rule_puts_the_cheapest_tied_member_first() -> None:
+    # SL is best; RBF (cost 1) and BOCK (cost 2) tie with it, RQ (cost 1) is far worse
+    lead = [[0.5, 0.6, 0.4, 0.5]]
+    tie = [[0.52, 0.58, 0.44, 0.48]]
+    pop = fake_population(
+        {
+            "SL": forecasts(lead),
+            "BOCK": forecasts(tie),
+            "RBF": forecasts([[v + 0.001 for v in tie[0]]]),
+            "RQ": forecasts([[3.0] * 4]),
+        }
+    )
+    chooser = Chooser(_config(tie_break="cost"))
+    ctx = round_context(pop, past=1, dim=4)
+    cost = {m.name: chooser.acquisition_cost(m.candidate, 4) for m in pop}
+    assert cost["RBF"] < cost["SL"] and cost["RBF"] < cost["BOCK"]
+    order, _ = chooser.choice_order(ctx)
+    tied = sorted(["SL", "BOCK", "RBF"], key=lambda n: (*cost[n], pop.get(n).heldout_loss(), n))
+    assert order == [*tied, "RQ"] and order[0] == "RBF"
+    none_order, _ = Chooser(_config(tie_break="none")).choice_order(ctx)
+    assert none_order == ["SL", "BOCK", "RBF", "RQ"]
+
+
+def test_parsimony_takes_the_smallest_kernel_within_the_tolerance() -> None:
+    X = torch.rand(6, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    Y = X.sum(-1, keepdim=True)
+    sizes = {"A": 5, "B": 1, "C": 1}
+    models = fitted_kernels(
+        {"A": 0.10, "B": 0.12, "C": 0.30},
+        models={k: tiny_gp(X, Y, lengthscale=[0.3] * d, ard_num_dims=d) for k, d in sizes.items()},
+    )
+    assert {k: num_hyperparameters(v.model.covar_module) for k, v in models.items()} == sizes  # type: ignore[union-attr]
+    ctx = round_context(fake_population({k: [] for k in sizes}), past=1, X=X, Y=Y)
+    for tol, chosen in [(0.0, "A"), (0.01, "A"), (0.05, "B"), (0.25, "B")]:
+        chooser = Chooser(_config(criterion="loo_crps", parsimony_tolerance=tol))
+        assert chooser.choose(models) == chosen
+        assert chooser.select(models, ctx).names == [chosen]

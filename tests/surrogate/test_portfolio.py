@@ -3,6 +3,7 @@ acquisition; they are credited with the progress their points made."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,21 @@ from ax_kernel_discovery import (
     kernel_discovery_generation_strategy,
     surrogate_of,
 )
-from ax_kernel_discovery.surrogate.portfolio import Portfolio, batch_rewards, hedge_weights
+from ax_kernel_discovery.surrogate.choice import Choice, Chooser
+from ax_kernel_discovery.surrogate.portfolio import (
+    Portfolio,
+    Portfolios,
+    batch_rewards,
+    hedge_weights,
+)
+from ax_kernel_discovery.surrogate.state import row_digests
+from ax_kernel_discovery.surrogate.testing import (
+    fake_population,
+    fitted_kernels,
+    forecasts,
+    round_context,
+    tiny_gp,
+)
 from ax_kernel_discovery.testing import TINY_ACQUISITION, acquisitions_built, unit_box_client
 
 torch.set_num_threads(1)
@@ -137,3 +152,105 @@ def test_a_portfolio_with_several_modelled_outcomes_is_refused_before_a_bo_point
     with pytest.raises(ValueError, match=rf"models 2 outcomes \({outcomes}: .*portfolio_size=1"):
         client.get_next_trials(max_trials=3)
     assert len(client._experiment.trials) == 5  # no BO point was generated
+
+
+# --- Portfolios on its own: fakes of the round (no Ax, no fit) ----------------------
+
+#: Held-out losses that rank the members SL, RQ, RBF, Matern52, BOCK (tie_break="none").
+_LOSSES = {"RBF": 0.6, "Matern52": 0.7, "RQ": 0.5, "BOCK": 0.8, "SL": 0.4}
+
+
+def _portfolios(**fields: Any) -> Portfolios:
+    config = KernelDiscoveryConfig(
+        **{"guard_rounds": 0, "keep_kernels": (), "tie_break": "none", **fields}
+    )
+    return Portfolios(config, Chooser(config))
+
+
+def _ctx(**kwargs: Any) -> Any:
+    pop = fake_population({k: forecasts([[v, v + 0.1]]) for k, v in _LOSSES.items()})
+    return round_context(pop, past=1, **kwargs)
+
+
+def _models(ctx: Any, unfitted: tuple[str, ...] = ("Matern52",)) -> dict[str, Any]:
+    X, Y = ctx.dataset.X, ctx.dataset.Y
+    gps = {k: tiny_gp(X, Y) for k in _LOSSES if k not in unfitted}
+    return fitted_kernels(dict.fromkeys(_LOSSES, 0.0), models=gps)
+
+
+def test_portfolios_are_wanted_when_configured_for_one_objective() -> None:
+    assert not _portfolios().wanted(1)
+    assert _portfolios(portfolio_size=2).wanted(1) and not _portfolios(portfolio_size=2).wanted(2)
+    assert _portfolios(portfolio_keep=("BOCK",)).wanted(1)
+
+
+def test_the_portfolio_is_the_choice_the_next_fitted_in_order_and_the_kept() -> None:
+    ctx = _ctx()
+    ctx.state.gains = {"SL": 1.0, "BOCK": -0.5, "RBF": 3.0}
+    models = _models(ctx)
+    portfolios = _portfolios(portfolio_size=2, portfolio_keep=("BOCK",), portfolio_eta=2.0)
+    portfolios.choose(ctx, Choice(names=["RQ"]), models, objectives=1)
+    # RQ chosen; SL is the best of the rest of the order; BOCK is kept. Hedge weights
+    # exp(2 G) / sum over (0, 1, -0.5)
+    e = [1.0, math.exp(2.0), math.exp(-1.0)]
+    shares = {"RQ": e[0] / sum(e), "SL": e[1] / sum(e), "BOCK": e[2] / sum(e)}
+    assert list(ctx.rec.portfolio) == ["RQ", "SL", "BOCK"]
+    assert ctx.rec.portfolio == pytest.approx(shares, rel=1e-12)
+    plan = portfolios.plan(6)
+    assert plan is not None and sum(count for _, _, count in plan) == 6
+    assert all(model is models[name].model for name, model, _ in plan)
+    # SL's fit failed: the next fitted member in the order, RBF (Matern52 has no model)
+    ctx = _ctx()
+    portfolios.choose(ctx, Choice(names=["RQ"]), _models(ctx, ("SL", "Matern52")), objectives=1)
+    assert list(ctx.rec.portfolio) == ["RQ", "RBF", "BOCK"]
+
+
+def test_no_portfolio_for_a_guard_round_several_objectives_or_one_fitted_member() -> None:
+    portfolios = _portfolios(portfolio_size=3)
+    ctx = _ctx()
+    portfolios.choose(ctx, Choice(names=["RQ"]), _models(ctx), objectives=1)
+    assert portfolios.plan(2) is not None  # last round's, dropped by each later choice
+    cases = [
+        (Choice(names=[], guarded=True), (), 1),
+        (Choice(names=["RQ"]), (), 2),
+        (Choice(names=["RQ"]), tuple(k for k in _LOSSES if k != "RQ"), 1),
+    ]
+    for choice, unfitted, objectives in cases:
+        ctx = _ctx()
+        portfolios.choose(ctx, choice, _models(ctx, unfitted), objectives=objectives)
+        assert portfolios.plan(2) is None and ctx.rec.portfolio == {}
+
+
+def test_points_are_credited_against_the_batch_when_their_values_arrive() -> None:
+    X = torch.rand(8, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    Y = torch.tensor([[0.3], [-1.2], [0.8], [2.0], [-0.4], [0.1], [1.5], [-2.0]], dtype=X.dtype)
+    portfolios = _portfolios(portfolio_size=2)
+    ctx = _ctx(X=X[:4], Y=Y[:4])
+    portfolios.choose(ctx, Choice(names=["RQ"]), _models(ctx), objectives=1)
+    portfolios.record_points("RQ", X[4:6])
+    portfolios.record_points("SL", X[6:7])
+    portfolios.record_points("RQ", X[7:8])
+    assert ctx.rec.portfolio_points == {"RQ": 3, "SL": 1}
+    state = ctx.state
+    state.gains = {"SL": 0.25}
+    state.portfolio_points["Gone"] = row_digests(X[:1])  # a member dropped since
+    state.portfolio_points["SL"] += ["0" * 16]  # a point whose value never arrived
+    # the next round: minimization (sign -1), so z = -y; the batch's mean over all points
+    nxt = round_context(state.population, past=2, X=X, Y=Y, sign=-1.0)
+    nxt.state = state
+    _portfolios(portfolio_size=2).credit(nxt)
+    z = {"RQ": [0.4, -0.1, 2.0], "SL": [-1.5], "Gone": [-0.3]}
+    batch = sum(sum(v) for v in z.values()) / 5
+    rewards = {k: sum(v) / len(v) - batch for k, v in z.items()}
+    assert nxt.rec.portfolio_rewards == pytest.approx(rewards, rel=1e-12)
+    assert state.gains == pytest.approx({"RQ": rewards["RQ"], "SL": 0.25 + rewards["SL"]})
+    assert state.portfolio_points == {}  # credited once
+
+
+def test_nothing_is_credited_before_the_objectives_direction_is_known() -> None:
+    X = torch.rand(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    ctx = _ctx(X=X, Y=X.sum(-1, keepdim=True), sign=None)
+    ctx.state.portfolio_points = {"RQ": row_digests(X[:2]), "SL": row_digests(X[2:])}
+    _portfolios(portfolio_size=2).credit(ctx)
+    assert ctx.state.gains == {} and ctx.rec.portfolio_rewards == {}
+    assert ctx.state.portfolio_points == {}
