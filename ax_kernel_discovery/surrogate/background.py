@@ -40,7 +40,7 @@ from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, PastRound, RoundContext
 from ax_kernel_discovery.surrogate.trial_rows import FitRows, RowKey
-from ax_kernel_discovery.surrogate.worker import shared_pool
+from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, SUBMIT_FAILURES, shared_pool
 
 __all__ = [
     "BackgroundFit",
@@ -310,7 +310,7 @@ class BackgroundFits:
         if job.cands:
             try:
                 future = shared_pool(1, user=self).submit(fit_round_in_worker, job)
-            except Exception as e:  # noqa: BLE001 - the fits then run here, when collected
+            except SUBMIT_FAILURES as e:  # the fits then run here, when collected
                 logger.info("background fits could not start (%r); fitting in process", e)
         self.pending[ctx.outcome] = PendingRound(ctx, accepted, choice, models, job, future)
         return handed
@@ -343,7 +343,7 @@ class BackgroundFits:
         if pending.future is not None:
             try:
                 result = pending.future.result()
-            except Exception as e:  # noqa: BLE001 - a broken worker: fit them here instead
+            except CALL_FAILURES as e:  # a broken worker: fit them here instead
                 logger.info("background fits failed (%r); fitting in process", e)
         del self.pending[outcome]
         rec.timings["background_wait"] = time.perf_counter() - t0
