@@ -22,7 +22,6 @@ from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.errors import unexpected
 from ax_kernel_discovery.llm import LLMError
 from ax_kernel_discovery.population import MemberSummary, Population
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
@@ -34,9 +33,9 @@ __all__ = ["ProposerFactory", "ProposerHost"]
 
 logger = logging.getLogger(__name__)
 
-#: What a proposer may fail with in a user's run (recorded, the round goes on without its
-#: kernels): its LLM's errors (a provider, the network, a local server), a timeout; any
-#: other error is a bug (:func:`~ax_kernel_discovery.errors.unexpected`).
+#: What a proposer fails with in a user's run without a warning (it is recorded and the
+#: round goes on without its kernels): its LLM's errors (a provider, the network, a local
+#: server) and timeouts; any other error of a proposer is recorded and logged as a warning.
 PROPOSER_FAILURES: tuple[type[BaseException], ...] = (LLMError, OSError, TimeoutError)
 
 #: Builds the proposer of a surrogate from its settings.
@@ -163,8 +162,16 @@ class ProposerHost:
         try:
             return self.proposer.propose(members, dim, n, round_index)
         except Exception as e:  # noqa: BLE001 - a proposer must not break the BO loop
+            # a proposer is a plug-in (a user's, an LLM's client): its failure is recorded
+            # (stage "proposal") and the round goes on with its members; loudly unless it
+            # is an LLM's or a timeout
             if not isinstance(e, PROPOSER_FAILURES):
-                unexpected(e, f"the proposer {self.proposer.name!r}")
+                logger.warning(
+                    "kernel discovery round %d: the proposer %r failed (%r); no proposals",
+                    round_index,
+                    self.proposer.name,
+                    e,
+                )
             return Proposal(
                 rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
             )
