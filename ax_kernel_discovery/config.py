@@ -17,6 +17,8 @@ are the defaults of the ``llm_model`` and ``llm_api_base`` fields:
 * ``AXKD_LOCAL_MODEL``: path of a GGUF file for ``llm_model="local"`` (when ``llm_model_path``
   is not set).
 * ``AXKD_DATA_DIR``: a folder of benchmark data files replacing the bundled ones (benchmarks only).
+* ``AXKD_STRICT_ERRORS``: ``1`` raises an error that is no kernel failure (a bug) instead
+  of recording it with a warning (:mod:`ax_kernel_discovery.errors`; the test suite sets it).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from typing import Any
 from gpytorch.kernels import AdditiveKernel, Kernel, ProductKernel, ScaleKernel
 from gpytorch.priors import GammaPrior
 
+from ax_kernel_discovery.errors import KernelFailure
 from ax_kernel_discovery.kernels import LEAVES, WarpedKernel
 from ax_kernel_discovery.kernels.feature_maps import (
     FEATURE_MAP_FORMULAS,
@@ -67,42 +68,52 @@ def leaf(kernel: str, warp: str = "identity", ard: bool = True) -> Spec:
     return spec
 
 
+class InvalidSpecError(KernelFailure, ValueError):
+    """A kernel expression that is no valid tree: the kernel's failure (its proposer's
+    or its file's), not kernel discovery's (:mod:`ax_kernel_discovery.errors`)."""
+
+
 def validate_spec(spec: Spec, depth: int = 0) -> None:
-    """Raise ``ValueError`` with a clear reason if ``spec`` is not a valid tree.
+    """Raise :class:`InvalidSpecError` (a ``ValueError``) with a clear reason if ``spec``
+    is not a valid tree.
 
     This is the grammar's validator: anything built from a tree (LLM replies included)
-    passes it first. It never raises anything but ``ValueError``, whatever the input.
+    passes it first. It never raises anything but ``InvalidSpecError``, whatever the input.
     """
     if depth > 8:
-        raise ValueError("kernel expression is nested too deeply (max depth 8)")
+        raise InvalidSpecError("kernel expression is nested too deeply (max depth 8)")
     if not isinstance(spec, dict):
-        raise ValueError(f"kernel expression node must be a dict, got {type(spec).__name__}")
+        raise InvalidSpecError(f"kernel expression node must be a dict, got {type(spec).__name__}")
     if "op" in spec:
         extra = sorted(set(map(str, spec)) - _OP_KEYS)
         if extra:
-            raise ValueError(f"unknown field(s) {extra} in an operator node; use 'op' and 'args'")
+            raise InvalidSpecError(
+                f"unknown field(s) {extra} in an operator node; use 'op' and 'args'"
+            )
         if not isinstance(spec["op"], str) or spec["op"] not in ("sum", "product"):
-            raise ValueError(f"unknown operator {spec['op']!r}; use 'sum' or 'product'")
+            raise InvalidSpecError(f"unknown operator {spec['op']!r}; use 'sum' or 'product'")
         args = spec.get("args")
         if not isinstance(args, list) or len(args) < 2:
-            raise ValueError("'sum'/'product' need a list of at least two 'args'")
+            raise InvalidSpecError("'sum'/'product' need a list of at least two 'args'")
         for arg in args:
             validate_spec(arg, depth + 1)
         return
     extra = sorted(set(map(str, spec)) - _LEAF_KEYS)
     if extra:
-        raise ValueError(f"unknown field(s) {extra} in a leaf; use 'kernel', 'warp' and 'ard'")
+        raise InvalidSpecError(
+            f"unknown field(s) {extra} in a leaf; use 'kernel', 'warp' and 'ard'"
+        )
     kernel = spec.get("kernel")
     if not isinstance(kernel, str) or kernel not in LEAVES:
-        raise ValueError(f"unknown kernel {kernel!r}; choose from {sorted(LEAVES)}")
+        raise InvalidSpecError(f"unknown kernel {kernel!r}; choose from {sorted(LEAVES)}")
     warp = spec.get("warp", "identity")
     if not isinstance(warp, str) or warp not in WARPS:
-        raise ValueError(f"unknown warp {warp!r}; choose from {sorted(WARPS)}")
+        raise InvalidSpecError(f"unknown warp {warp!r}; choose from {sorted(WARPS)}")
     ard = spec.get("ard", True)
     if not isinstance(ard, bool):
-        raise ValueError(f"'ard' must be true or false, got {ard!r}")
+        raise InvalidSpecError(f"'ard' must be true or false, got {ard!r}")
     if not ard and kernel not in ISOTROPIC_LEAVES:
-        raise ValueError(f"only {ISOTROPIC_LEAVES} can be isotropic (ard=false)")
+        raise InvalidSpecError(f"only {ISOTROPIC_LEAVES} can be isotropic (ard=false)")
 
 
 _OP_KEYS = frozenset({"op", "args"})

@@ -67,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from torch.overrides import TorchFunctionMode
 
 from ax_kernel_discovery.devices import check_device_name
+from ax_kernel_discovery.errors import rejection_stage
 
 __all__ = [
     "SANDBOX_FIT_SECONDS",
@@ -676,7 +677,10 @@ def check_kernel(
             False, f"timeout: time limit reached during the {phase} phase", "timeout", timings
         )
     except Exception as err:  # noqa: BLE001 - never raise into the caller
-        return ValidationResult(False, f"error: {_describe(err)}", "error", timings)
+        # outside the checks' phases (which take anything the kernel raises for its
+        # failure): the kernel's own code, else a bug (raised here in strict mode)
+        stage = rejection_stage(err, "error", "check_kernel")
+        return ValidationResult(False, f"error: {_describe(err)}", stage, timings)
     return ValidationResult(True, None, None, timings)
 
 

@@ -6,6 +6,11 @@
 * Benchmark data: the files bundled with the package. ``AXKD_DATA_DIR`` is unset for the
   session, so a user's own data folder (e.g. the full CT-slice file) cannot change
   results; tests of the override set it themselves.
+* Strict errors (:mod:`ax_kernel_discovery.errors`): ``AXKD_STRICT_ERRORS=1`` for the
+  session, set before any worker process or sandbox child starts (they inherit it), so
+  that an error that is no kernel failure (a bug) raises instead of becoming a recorded
+  rejection. Tests of a user's run (a warning, and the run goes on) turn it off with
+  ``ax_kernel_discovery.errors.strict_errors(False)`` or ``monkeypatch.setenv``.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from types import ModuleType
 import pytest
 import torch
 
+from ax_kernel_discovery.errors import STRICT_ENV
 from ax_kernel_discovery.proposers.base import Proposer
 
 torch.set_num_threads(1)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 os.environ.pop("AXKD_DATA_DIR", None)
+os.environ[STRICT_ENV] = "1"
 
 _real_connect = socket.socket.connect
 

@@ -349,6 +349,7 @@ def test_child_env_is_clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
         "LITELLM_LOCAL_MODEL_COST_MAP",
         "PYTHONHASHSEED",
         "PYTHONDONTWRITEBYTECODE",
+        "AXKD_STRICT_ERRORS",  # strict mode (the test suite's), ax_kernel_discovery.errors
     }
     assert env["HOME"] == str(tmp_path)
     assert env["OMP_NUM_THREADS"] == "1" and env["MKL_NUM_THREADS"] == "1"

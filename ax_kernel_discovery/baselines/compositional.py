@@ -16,6 +16,7 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import is_kernel_failure, unexpected
 from ax_kernel_discovery.population import START_SET
 from ax_kernel_discovery.proposers.compositional import CompositionalProposer
 from ax_kernel_discovery.storage import register_surrogate_class
@@ -128,7 +129,9 @@ def reuse_parent_fit(
         return None
     try:
         state = reuse_hyperparameters(cand, warm, dim)
-    except Exception:  # noqa: BLE001 - reuse is an initialization, never required
+    except Exception as e:  # noqa: BLE001 - reuse is an initialization, never required
+        if not is_kernel_failure(e):
+            unexpected(e, f"reusing the parents' fits for {cand.name}")
         return None
     return FitStart(state, warm_steps=True) if state is not None else None
 

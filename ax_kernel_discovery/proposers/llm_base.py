@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Origin, Rejection
+from ax_kernel_discovery.errors import UNEXPECTED
 from ax_kernel_discovery.llm.client import LLMClient, LLMError, LLMRequest
 from ax_kernel_discovery.llm.factory import make_client
 from ax_kernel_discovery.llm.function_kernel import build_kernel_source, kernel_class_name
@@ -55,7 +56,7 @@ from ax_kernel_discovery.sandbox.validate import validate_kernel_code
 __all__ = ["FeedbackItem", "LLMProposerBase", "PendingFormula", "ProposalRound"]
 
 #: Rejection stages that say nothing about the kernel itself (not shown as feedback).
-_NOT_ABOUT_THE_KERNEL = frozenset({"proposal", "timeout"})
+_NOT_ABOUT_THE_KERNEL = frozenset({"proposal", "timeout", UNEXPECTED})
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,22 @@
-"""The error of kernel source that fails the sandbox's static check."""
+"""The errors of kernel source: it fails the sandbox's static check, or cannot be loaded.
+
+Both are kernel failures (:class:`~ax_kernel_discovery.errors.KernelFailure`): the
+source is at fault, not kernel discovery.
+"""
 
 from __future__ import annotations
 
-__all__ = ["UnsafeCodeError"]
+from ax_kernel_discovery.errors import KernelFailure
+
+__all__ = ["KernelLoadError", "UnsafeCodeError"]
 
 
-class UnsafeCodeError(ValueError):
+class KernelLoadError(KernelFailure, ValueError):
+    """Checked kernel source that cannot be loaded: executing it failed, or it defines no
+    (such) ``gpytorch.kernels.Kernel`` subclass."""
+
+
+class UnsafeCodeError(KernelFailure, ValueError):
     """Kernel source that fails the static check.
 
     Args:

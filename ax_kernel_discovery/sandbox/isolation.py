@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ax_kernel_discovery.errors import STRICT_ENV, UNEXPECTED, is_kernel_failure, unexpected
 from ax_kernel_discovery.sandbox.checker import check_source
 from ax_kernel_discovery.sandbox.errors import UnsafeCodeError
 from ax_kernel_discovery.sandbox.loader import load_kernel_class
@@ -62,7 +63,8 @@ _worker_main()
 
 
 def _child_env(home: str) -> dict[str, str]:
-    """The complete environment of the child: nothing inherited but ``PATH``/``LANG``.
+    """The complete environment of the child: nothing inherited but ``PATH``/``LANG`` (and
+    strict mode, ``$AXKD_STRICT_ERRORS``, :mod:`ax_kernel_discovery.errors`).
 
     Args:
         home: The child's ``HOME`` (a fresh temporary directory).
@@ -79,6 +81,8 @@ def _child_env(home: str) -> dict[str, str]:
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if STRICT_ENV in os.environ:
+        env[STRICT_ENV] = os.environ[STRICT_ENV]
     return env
 
 
@@ -351,7 +355,9 @@ def run_isolated(
 
     Returns:
         The child's :class:`ValidationResult` (with ``timings["sandbox"]``, the wall time
-        of the child), or a failure of stage ``syntax``/``sandbox``/``timeout``.
+        of the child), or a failure of stage ``syntax``/``sandbox``/``timeout``; stage
+        ``unexpected`` for an error in the child that is no kernel failure (a bug:
+        :func:`~ax_kernel_discovery.errors.unexpected` raises it here in strict mode).
     """
     opts = options or ValidationOptions()
     try:
@@ -371,9 +377,12 @@ def run_isolated(
     # this launch; the parent kills it shortly after in case it is stuck in native code.
     try:
         run = _launch(_WORKER, payload, opts, timeout=opts.wall_limit + 5.0)
-        return _interpret(run, opts)
-    except Exception as err:  # noqa: BLE001 - never raise into the caller
+        result = _interpret(run, opts)
+    except (OSError, subprocess.SubprocessError) as err:  # no child: the sandbox failed
         return ValidationResult(False, f"sandbox: {type(err).__name__}: {err}", "sandbox")
+    if result.stage == UNEXPECTED:  # a bug in the child: raised here in strict mode
+        unexpected(RuntimeError(f"the sandbox's child: {result.reason}"), "the sandbox")
+    return result
 
 
 def _worker_main() -> None:
@@ -415,7 +424,9 @@ def _worker_main() -> None:
     except MemoryError as err:
         result = ValidationResult(False, f"error: memory: {err}", "error")
     except BaseException as err:  # noqa: BLE001 - report, never crash silently
-        result = ValidationResult(False, f"error: {type(err).__name__}: {err}"[:500], "error")
+        # the kernel's own code (a SystemExit in its forward) or a bug of the child's
+        stage = "error" if is_kernel_failure(err) else UNEXPECTED
+        result = ValidationResult(False, f"error: {type(err).__name__}: {err}"[:500], stage)
     if result.stage == "timeout" and result.reason and result.reason.startswith("timeout: time"):
         result.reason += f" (sandbox wall-clock limit {limit} s)"
     result.timings["child"] = time.monotonic() - started

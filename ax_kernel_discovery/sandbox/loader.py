@@ -6,7 +6,9 @@ import hashlib
 from typing import Any
 
 from ax_kernel_discovery._ast_lock import compile_python
+from ax_kernel_discovery.errors import KERNEL_CODE_FILE
 from ax_kernel_discovery.sandbox.checker import check_source
+from ax_kernel_discovery.sandbox.errors import KernelLoadError
 from ax_kernel_discovery.sandbox.restricted import SAFE_BUILTINS
 
 __all__ = ["load_kernel_class"]
@@ -30,7 +32,8 @@ def load_kernel_class(code: str, class_name: str | None = None) -> type:
 
     Raises:
         UnsafeCodeError: The source fails :func:`check_source`.
-        ValueError: Executing the source failed, or it defines no (such) Kernel subclass.
+        KernelLoadError: Executing the source failed, or it defines no (such) Kernel
+            subclass (a ``ValueError``).
     """
     check_source(code)
     module_name = "axkd_kernel_code_" + hashlib.sha256(code.encode()).hexdigest()[:12]
@@ -40,12 +43,12 @@ def load_kernel_class(code: str, class_name: str | None = None) -> type:
         "__doc__": None,
     }
     try:
-        compiled = compile_python(code, f"<kernel code {module_name}>", "exec")
+        compiled = compile_python(code, KERNEL_CODE_FILE.format(module_name), "exec")
         exec(compiled, namespace)  # noqa: S102 - checked source, restricted builtins
     except Exception as err:  # noqa: BLE001 - arbitrary code
         msg = str(err).strip().splitlines()
         detail = f"{type(err).__name__}: {msg[0][:300]}" if msg else type(err).__name__
-        raise ValueError(f"load: executing the kernel code failed ({detail})") from err
+        raise KernelLoadError(f"load: executing the kernel code failed ({detail})") from err
     base = _kernel_base()
     defined = [
         value
@@ -57,9 +60,9 @@ def load_kernel_class(code: str, class_name: str | None = None) -> type:
             if value.__name__ == class_name:
                 return value
         names = ", ".join(v.__name__ for v in defined) or "none"
-        raise ValueError(
+        raise KernelLoadError(
             f"load: the code defines no Kernel subclass named {class_name!r} (found: {names})"
         )
     if not defined:
-        raise ValueError("load: the code defines no subclass of gpytorch.kernels.Kernel")
+        raise KernelLoadError("load: the code defines no subclass of gpytorch.kernels.Kernel")
     return defined[0]

@@ -73,7 +73,7 @@ def validate_kernel_code(
     """
     try:
         opts = ValidationOptions(**options)
-    except Exception as err:  # noqa: BLE001 - bad options are a caller error, but report it
+    except (ValueError, TypeError) as err:  # bad options: a caller's error, but report it
         return ValidationResult(False, f"error: bad options ({describe_error(err)})", "error")
     return run_isolated(code, dim, class_name, opts)
 

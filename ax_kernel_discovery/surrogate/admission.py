@@ -25,6 +25,7 @@ from ax_kernel_discovery.diversity import (
     gram_signature,
     reference_points,
 )
+from ax_kernel_discovery.errors import is_kernel_failure, rejection_stage, unexpected
 from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.sandbox.validate import validate_candidate
@@ -72,8 +73,9 @@ class CandidateAdmission:
                         member.candidate.build(dim).to(device=device, dtype=torch.float64),
                         points,
                     )
-                except Exception:  # noqa: BLE001 - signatures are best effort for old members
-                    pass
+                except Exception as e:  # noqa: BLE001 - signatures are best effort for old members
+                    if not is_kernel_failure(e):
+                        unexpected(e, f"the Gram signature of member {member.name}")
         for cand in candidates:
             if (
                 cand.name in pop
@@ -108,9 +110,10 @@ class CandidateAdmission:
                 continue
             try:
                 sig = gram_signature(build(dim).to(device=device, dtype=torch.float64), points)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
+                stage = rejection_stage(e, "validation", "the Gram signature")
                 rec.rejected.append(
-                    Rejection(name=cand.name, stage="validation", reason=f"could not build: {e!r}")
+                    Rejection(name=cand.name, stage=stage, reason=f"could not build: {e!r}")
                 )
                 continue
             # compare with the current members and this round's accepted kernels only
@@ -159,7 +162,8 @@ class CandidateAdmission:
         try:
             probe = probe_kernel_memory((build or cand.build)(dim), dim, n_probe)
         except Exception as e:  # noqa: BLE001 - the validator already ran it; be safe
-            return Rejection(name=cand.name, stage="memory", reason=f"probe failed: {e!r}"[:300])
+            stage = rejection_stage(e, "memory", "the memory probe")
+            return Rejection(name=cand.name, stage=stage, reason=f"probe failed: {e!r}"[:300])
         if probe.predicted_bytes <= limit * 1e9:
             return None
         return Rejection(

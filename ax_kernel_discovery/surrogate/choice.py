@@ -27,6 +27,7 @@ from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import is_kernel_failure, unexpected
 from ax_kernel_discovery.population import Member, Population
 from ax_kernel_discovery.selection import (
     mixture_counts,
@@ -213,7 +214,9 @@ class Chooser:
         if key not in self._sizes:
             try:
                 self._sizes[key] = num_hyperparameters(candidate.build(dim))
-            except Exception:  # noqa: BLE001 - its fit will fail and say why
+            except Exception as e:  # noqa: BLE001 - its fit will fail and say why
+                if not is_kernel_failure(e):
+                    unexpected(e, f"the acquisition cost of {candidate.name}")
                 self._sizes[key] = sys.maxsize
         return candidate.acquisition_cost, self._sizes[key]
 

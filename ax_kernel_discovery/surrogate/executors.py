@@ -36,7 +36,7 @@ from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.state import RoundContext
-from ax_kernel_discovery.surrogate.worker import shared_pool
+from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, SUBMIT_FAILURES, shared_pool
 
 __all__ = [
     "BackgroundFit",
@@ -259,7 +259,7 @@ class BackgroundFits:
             )
             try:
                 future = shared_pool(1, user=self.user).submit(fit_round_in_worker, worker_job)
-            except Exception as e:  # noqa: BLE001 - the fits then run here, when waited for
+            except SUBMIT_FAILURES as e:  # the fits then run here, when waited for
                 logger.info("background fits could not start (%r); fitting in process", e)
         return _PendingBackground(fitter.config, job, future)
 
@@ -285,7 +285,7 @@ class _PendingBackground:
         if self.future is not None:
             try:
                 result = self.future.result()
-            except Exception as e:  # noqa: BLE001 - a broken worker: fit them here instead
+            except CALL_FAILURES as e:  # a broken worker: fit them here instead
                 logger.info("background fits failed (%r); fitting in process", e)
             self.future = None  # waited for: a second wait fits here
         rec.timings["background_wait"] = time.perf_counter() - t0

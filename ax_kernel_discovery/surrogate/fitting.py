@@ -31,12 +31,13 @@ from torch import Tensor
 from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import is_kernel_failure, rejection_stage
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
 from ax_kernel_discovery.selection import best_points, num_hyperparameters, prior_covariance
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
-from ax_kernel_discovery.surrogate.worker import shared_pool
+from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, shared_pool
 
 logger = logging.getLogger(__name__)
 
@@ -366,8 +367,8 @@ class KernelFitter:
         t0 = time.perf_counter()
         try:
             model = _build_and_fit(self.build_model, ctx.dataset, ctx.search_space_digest, job)
-        except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
-            return self._reject(cand, ctx, f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
+            return self._reject(cand, ctx, f"{type(e).__name__}: {e}", rejection_stage(e, "fit"))
         seconds = None
         if job.refit:
             seconds = ctx.rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
@@ -430,8 +431,9 @@ class KernelFitter:
         for (cand, job, maxiter), future in zip(prepared, futures, strict=True):
             try:
                 state, seconds, error = future.result()
-            except Exception as e:  # noqa: BLE001 - a broken worker: fit it here instead
-                # (shared_pool starts a new pool next time if a worker died)
+            except CALL_FAILURES as e:  # a broken worker: fit it here instead
+                # (shared_pool starts a new pool next time if a worker died; an error that
+                # is no kernel failure raised there too, and is classified here)
                 logger.info("fit worker failed (%r); fitting %s in this process", e, cand.name)
                 out.append(
                     self.fit_and_score(cand, ctx, refit=job.refit, maxiter=maxiter, members=members)
@@ -448,17 +450,22 @@ class KernelFitter:
                 model = self.build_model(
                     ctx.dataset, ctx.search_space_digest, job.config, state, False
                 )
-            except Exception as e:  # noqa: BLE001
-                out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}"))
+            except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
+                stage = rejection_stage(e, "fit", "rebuilding a worker's fit")
+                out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage))
                 continue
             # "fit:" counts the worker's fit and this rebuild, as a serial fit counts both
             out.append(self._score(cand, ctx, model, job.config, t1 - seconds, refit_seconds))
         ctx.rec.timings["parallel_fit_wall"] = time.perf_counter() - t0
         return out
 
-    def _reject(self, cand: KernelCandidate, ctx: RoundContext, reason: str) -> FittedKernel | None:
-        """Record a failed fit (stage ``fit``); returns ``None``, the failed fit."""
-        ctx.rec.rejected.append(Rejection(name=cand.name, stage="fit", reason=reason[:500]))
+    def _reject(
+        self, cand: KernelCandidate, ctx: RoundContext, reason: str, stage: str = "fit"
+    ) -> FittedKernel | None:
+        """Record a failed fit (stage ``fit``, or ``unexpected`` for an error that is no
+        kernel failure, :func:`~ax_kernel_discovery.errors.rejection_stage`); returns
+        ``None``, the failed fit."""
+        ctx.rec.rejected.append(Rejection(name=cand.name, stage=stage, reason=reason[:500]))
         return None
 
     def _score(
@@ -487,8 +494,9 @@ class KernelFitter:
                     num_hyperparameters(covar),  # type: ignore[arg-type]
                     blocks=self._score_blocks(ctx, K.shape[-1]),
                 )
-        except Exception as e:  # noqa: BLE001 - any kernel failure is a recorded rejection
-            return self._reject(cand, ctx, f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
+            stage = rejection_stage(e, "fit", f"scoring ({self.config.criterion})")
+            return self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage)
         if not math.isfinite(value):
             return self._reject(cand, ctx, f"non-finite {self.config.criterion} score")
         key = f"fit:{cand.name}"
@@ -530,11 +538,17 @@ def fit_in_worker(
     Returns:
         The fitted model's full state dict (float64, so the parent rebuilds the same
         model exactly), the seconds the fit took, and an error message or ``None``.
+
+    Raises:
+        Exception: An error that is no kernel failure: the call fails, and the parent
+            fits the kernel in its own process, where the error is classified.
     """
     t0 = time.perf_counter()
     try:
         model = _build_and_fit(fresh_model_builder(), dataset, digest, job)
-    except Exception as e:  # noqa: BLE001 - reported to the parent as a rejection
+    except Exception as e:  # noqa: BLE001 - a kernel failure is reported as a rejection
+        if not is_kernel_failure(e):
+            raise
         return None, time.perf_counter() - t0, f"{type(e).__name__}: {e}"
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return state, time.perf_counter() - t0, None

@@ -18,6 +18,7 @@ from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import KernelFailure, is_kernel_failure, unexpected
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.selection import (
     gaussian_crps,
@@ -86,8 +87,10 @@ class HeldoutScorer:
                     logpdf = gaussian_log_density(mu, std, centred[block.to(K.device)])
                     crps = gaussian_crps(mu, std, centred[block.to(K.device)])
                 if not (torch.isfinite(logpdf).all() and torch.isfinite(crps).all()):
-                    raise ValueError("non-finite held-out forecast")
+                    raise KernelFailure("non-finite held-out forecast")
             except Exception as e:  # noqa: BLE001 - an unscored batch is recorded, not raised
+                if not is_kernel_failure(e):
+                    unexpected(e, f"the held-out score of {member.name}")
                 logger.info("held-out score of %s failed: %r", member.name, e)
                 rec.heldout_failed.append(member.name)
                 continue

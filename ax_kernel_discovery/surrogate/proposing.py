@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.llm import LLMError
 from ax_kernel_discovery.population import MemberSummary, Population
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.proposers.from_config import make_proposer, proposer_entry
@@ -31,6 +32,11 @@ from ax_kernel_discovery.surrogate.state import RoundContext
 __all__ = ["ProposerFactory", "ProposerHost"]
 
 logger = logging.getLogger(__name__)
+
+#: What a proposer fails with in a user's run without a warning (it is recorded and the
+#: round goes on without its kernels): its LLM's errors (a provider, the network, a local
+#: server) and timeouts; any other error of a proposer is recorded and logged as a warning.
+PROPOSER_FAILURES: tuple[type[BaseException], ...] = (LLMError, OSError, TimeoutError)
 
 #: Builds the proposer of a surrogate from its settings.
 ProposerFactory = Callable[[KernelDiscoveryConfig], Proposer]
@@ -122,7 +128,7 @@ class ProposerHost:
             try:
                 proposal = prefetched.result(timeout=self.config.llm_timeout * 3)
                 rec.prefetched = True
-            except Exception as e:  # noqa: BLE001 - fall through to a fresh call
+            except (TimeoutError, CancelledError) as e:  # fall through to a fresh call
                 logger.info("prefetched proposal failed (%r); proposing again", e)
         if proposal is None:
             proposal = self._safe_propose(self._summaries(pop), dim, n, round_index)
@@ -155,7 +161,17 @@ class ProposerHost:
     ) -> Proposal:
         try:
             return self.proposer.propose(members, dim, n, round_index)
-        except Exception as e:  # a proposer must not break the BO loop
+        except Exception as e:  # noqa: BLE001 - a proposer must not break the BO loop
+            # a proposer is a plug-in (a user's, an LLM's client): its failure is recorded
+            # (stage "proposal") and the round goes on with its members; loudly unless it
+            # is an LLM's or a timeout
+            if not isinstance(e, PROPOSER_FAILURES):
+                logger.warning(
+                    "kernel discovery round %d: the proposer %r failed (%r); no proposals",
+                    round_index,
+                    self.proposer.name,
+                    e,
+                )
             return Proposal(
                 rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
             )

@@ -27,6 +27,7 @@ The steps know no Ax ``Surrogate``: they read and update the
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from ax.generators.torch.botorch_modular.utils import ModelConfig
@@ -34,6 +35,7 @@ from botorch.models.model import Model
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import UNEXPECTED, is_strict
 from ax_kernel_discovery.mixture import KernelMixtureModel
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
@@ -45,10 +47,14 @@ from ax_kernel_discovery.surrogate.state import FittedModels, LastChoice, RoundC
 from ax_kernel_discovery.surrogate.strike import batch_improved, goal_metrics
 from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
-__all__ = ["RoundSteps"]
+__all__ = ["AllKernelsRejectedWarning", "RoundSteps"]
 
 #: Ax's objectives, one ``{outcome: weight}`` per objective.
 Objectives = Sequence[Mapping[str, float]]
+
+
+class AllKernelsRejectedWarning(RuntimeWarning):
+    """No kernel of a round could be fitted: the round used Ax's default model."""
 
 
 class RoundSteps:
@@ -210,6 +216,7 @@ class RoundSteps:
         out: tuple[Model, ModelConfig] | None = None
         if not models:
             # every kernel failed: fall back to Ax's default model so the run goes on
+            self._warn_all_rejected(ctx)
             ctx.rec.rejected.append(
                 Rejection(
                     name="*", stage="fit", reason="no kernel could be fitted; using Ax default"
@@ -236,6 +243,22 @@ class RoundSteps:
         )
         self._record_population(ctx, accepted, models)
         return out
+
+    @staticmethod
+    def _warn_all_rejected(ctx: RoundContext) -> None:
+        """Say loudly that no kernel could be fitted, and why (in strict mode, a round
+        whose kernels were not all rejected for their own failures raises)."""
+        rejected = ctx.rec.rejected
+        reasons = "; ".join(f"{r.name} ({r.stage}): {r.reason[:200]}" for r in rejected[-5:])
+        bugs = [r for r in rejected if r.stage == UNEXPECTED]
+        message = (
+            f"kernel discovery round {ctx.rec.round} ({ctx.outcome}): no kernel could be "
+            f"fitted, the round uses Ax's default model; {len(rejected)} rejections"
+            + (f", the last: {reasons}" if rejected else "")
+        )
+        if bugs and is_strict():
+            raise RuntimeError(f"{message} ({len(bugs)} unexpected errors, not kernel failures)")
+        warnings.warn(message, AllKernelsRejectedWarning, stacklevel=3)
 
     def _admit_fitted(
         self,

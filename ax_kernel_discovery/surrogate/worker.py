@@ -49,10 +49,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import IO, Any
 
 __all__ = [
+    "CALL_FAILURES",
+    "SUBMIT_FAILURES",
     "WorkerError",
     "WorkerPool",
     "release_shared_pools",
@@ -69,6 +71,22 @@ POLL_SECONDS = 0.5
 
 class WorkerError(RuntimeError):
     """A worker process failed: it died, or the call raised there (its ``repr`` is the message)."""
+
+
+#: What a call's future may fail with: its worker failed (:class:`WorkerError`), or the
+#: call was cancelled before it ran (a pool shut down). The caller then runs the call in
+#: its own process, where an error the call raised is raised (and classified) again.
+CALL_FAILURES: tuple[type[BaseException], ...] = (WorkerError, CancelledError)
+
+#: What :meth:`WorkerPool.submit` may fail with: a pool shut down (:class:`WorkerError`),
+#: or arguments pickle cannot take (``PicklingError``, or the ``TypeError`` and
+#: ``AttributeError`` of an unpicklable or local object).
+SUBMIT_FAILURES: tuple[type[BaseException], ...] = (
+    WorkerError,
+    pickle.PicklingError,
+    TypeError,
+    AttributeError,
+)
 
 
 def _write(stream: IO[bytes], payload: bytes) -> None:

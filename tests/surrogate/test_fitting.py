@@ -15,12 +15,15 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from linear_operator.utils.errors import NanError, NotPSDError
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.errors import UNEXPECTED, UnexpectedErrorWarning, strict_errors
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.population import Population, base_candidate, start_candidates
 from ax_kernel_discovery.selection import loo_crps, prior_covariance
+from ax_kernel_discovery.selection_rules import LOOCRPS
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.fitting import (
@@ -201,3 +204,104 @@ def test_an_opt_in_wall_clock_cap_is_named_in_the_record_when_it_fires(
         assert set(r[6]) <= {*r[2], *r[3], *r[5], *(x.name for x in r[4])}
         slow = [x.reason for x in r[4] if x.stage == "timeout"]
         assert all("fit_timeout=5.0s" in reason for reason in slow)
+
+
+# --- errors by kind (issue 49 item 5): a kernel's failure is a rejection, a bug is not ----
+
+
+def _raising_builder(error: Exception) -> Callable[..., Model]:
+    def builder(*args: Any) -> Model:
+        raise error
+
+    return builder
+
+
+@pytest.mark.parametrize(
+    "error",
+    [NotPSDError("not PSD"), NanError("NaNs"), torch.linalg.LinAlgError("singular")],
+    ids=type,
+)
+def test_a_kernel_that_fails_numerically_is_a_rejection_even_in_strict_mode(
+    error: Exception,
+) -> None:
+    ctx = _context(Population(start_candidates()[:1], size=1))
+    fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5), _raising_builder(error))
+    assert fitter.fit_and_score(start_candidates()[0], ctx) is None
+    (rejection,) = ctx.rec.rejected
+    assert rejection.stage == "fit" and type(error).__name__ in rejection.reason
+
+
+def test_a_kernel_whose_own_code_raises_is_a_rejection_even_in_strict_mode() -> None:
+    """A TypeError in an LLM kernel's forward is the kernel's failure, not kd's bug."""
+    code = (
+        "import torch\nfrom gpytorch.kernels import Kernel\n\n\nclass Raising(Kernel):\n"
+        "    def __init__(self, ard_num_dims=None, **kw):\n        super().__init__(**kw)\n\n"
+        "    def forward(self, x1, x2, diag=False, **params):\n"
+        "        return x1 @ 'not a tensor'\n"
+    )
+    cand = KernelCandidate(name="raising", formula="k", origin="discovery", code=code)
+    ctx = _context(Population(start_candidates()[:1], size=1))
+    fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5), build)
+    assert fitter.fit_and_score(cand, ctx) is None
+    (rejection,) = ctx.rec.rejected
+    assert rejection.stage == "fit" and "TypeError" in rejection.reason
+
+
+def _buggy_criterion(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
+    """``loo_crps`` raises ZeroDivisionError in its first ``calls`` calls (a bug in the
+    selection rule's fit score)."""
+    real = LOOCRPS.fit_score
+    count = [0]
+
+    def buggy(self: LOOCRPS, *args: Any) -> Any:
+        count[0] += 1
+        if count[0] <= calls:
+            raise ZeroDivisionError("division by zero")
+        return real(self, *args)
+
+    monkeypatch.setattr(LOOCRPS, "fit_score", buggy)
+
+
+def test_a_bug_in_the_criterion_raises_in_strict_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    _buggy_criterion(monkeypatch, calls=1)
+    config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=5)
+    pop = Population(start_candidates()[:2], size=2)
+    with pytest.raises(ZeroDivisionError):
+        KernelFitter(config, build).fit_all([m.candidate for m in pop], _context(pop))
+
+
+def test_a_bug_in_the_criterion_warns_and_is_recorded_in_a_users_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _buggy_criterion(monkeypatch, calls=1)
+    config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=5)
+    pop = Population(start_candidates()[:3], size=3)
+    ctx = _context(pop)
+    with (
+        strict_errors(False),
+        pytest.warns(UnexpectedErrorWarning, match=r"scoring \(loo_crps\): ZeroDivisionError"),
+    ):
+        models = KernelFitter(config, build).fit_all([m.candidate for m in pop], ctx)
+    assert set(models) == {"Matern52", "RQ"}  # the round goes on with the others
+    (rejection,) = ctx.rec.rejected
+    assert (rejection.name, rejection.stage) == ("RBF", UNEXPECTED)
+    assert "ZeroDivisionError" in rejection.reason
+
+
+def test_a_worker_fit_raises_a_bug_for_the_parent_to_fit_and_classify(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a worker a kernel failure is an error message (a rejection), a bug fails the
+    call: the parent then fits the kernel in its own process (:meth:`_fit_jobs`)."""
+    from ax.generators.torch.botorch_modular.surrogate import Surrogate
+
+    ctx = _context(Population(start_candidates()[:1], size=1))
+    job = FitJob("RBF", candidate_model_config(start_candidates()[0], maxiter=5), None, True)
+    for error in (NotPSDError("not PSD"), KeyError("a bug")):
+        monkeypatch.setattr(Surrogate, "_construct_model", _raising_builder(error))
+        if isinstance(error, KeyError):
+            with pytest.raises(KeyError):
+                fit_in_worker(ctx.dataset, ctx.search_space_digest, job)
+        else:
+            state, _, message = fit_in_worker(ctx.dataset, ctx.search_space_digest, job)
+            assert state is None and message is not None and "NotPSDError" in message
