@@ -253,11 +253,11 @@ def _buggy_criterion(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
     real = LOOCRPS.fit_score
     count = [0]
 
-    def buggy(self: LOOCRPS, *args: Any) -> Any:
+    def buggy(self: LOOCRPS, *args: Any, **kwargs: Any) -> Any:
         count[0] += 1
         if count[0] <= calls:
             raise ZeroDivisionError("division by zero")
-        return real(self, *args)
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(LOOCRPS, "fit_score", buggy)
 
