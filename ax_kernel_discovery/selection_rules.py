@@ -139,10 +139,10 @@ class SelectionRule(ABC):
 #: The selection rules by the name ``config.criterion`` takes.
 SELECTION_RULES: dict[str, type[SelectionRule]] = {}
 
-RuleT = TypeVar("RuleT", bound=type[SelectionRule])
+_RuleT = TypeVar("_RuleT", bound=type[SelectionRule])
 
 
-def register_selection_rule(name: str) -> Callable[[RuleT], RuleT]:
+def register_selection_rule(name: str) -> Callable[[_RuleT], _RuleT]:
     """Class decorator: register a :class:`SelectionRule` under ``name``.
 
     Example:
@@ -156,7 +156,7 @@ def register_selection_rule(name: str) -> Callable[[RuleT], RuleT]:
         ValueError: A rule is registered under ``name`` already.
     """
 
-    def register(cls: RuleT) -> RuleT:
+    def register(cls: _RuleT) -> _RuleT:
         if name in SELECTION_RULES:
             raise ValueError(
                 f"a selection rule named {name!r} is registered already "

@@ -1,6 +1,6 @@
 """BoTorch internals that kernel discovery relies on (checked on botorch 0.18.1).
 
-See :mod:`ax_kernel_discovery._upstream` for why they are gathered here.
+See ``ax_kernel_discovery._upstream`` for why they are gathered here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GPyTorch internals that kernel discovery relies on (checked on gpytorch 1.15.2).
 
-See :mod:`ax_kernel_discovery._upstream` for why they are gathered here.
+See ``ax_kernel_discovery._upstream`` for why they are gathered here.
 """
 
 from __future__ import annotations

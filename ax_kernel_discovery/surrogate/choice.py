@@ -13,7 +13,7 @@ the population and the round's fitted kernels and returns a :class:`Choice`.
 Where members have scores before the fits (``prequential``: forecasts that earlier fits
 made), the choice is known before the round's fits (:meth:`Chooser.choice_before_fits`,
 from the same order as :meth:`Chooser.select`): that is what lets a round fit its other
-kernels in the background (:mod:`.executors`).
+kernels in the background (:mod:`~ax_kernel_discovery.surrogate.executors`).
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ Nothing here raises into the BO loop because of a bad kernel: every failure is r
 in :attr:`KernelDiscoverySurrogate.history` with its reason.
 
 This module holds Ax's hooks only; ``model_selection`` hands each round to one runner
-(:mod:`.runner`), which calls the steps in order (see ``docs/architecture.md``): the
+(:mod:`~ax_kernel_discovery.surrogate.runner`), which calls the steps in order (see ``docs/architecture.md``): the
 proposer host (:mod:`.proposing`), the candidate checks (:mod:`.admission`), the fits
-(:mod:`.fitting`) behind one executor (:mod:`.executors`: here, in worker processes or in
+(:mod:`.fitting`) behind one executor (:mod:`~ax_kernel_discovery.surrogate.executors`: here, in worker processes or in
 the background), the held-out scores (:mod:`.heldout`), the choice (:mod:`.choice`), the
 steps around the fits (:mod:`.round`), and the one thing saved
 (:class:`~.state.SurrogateState`). The surrogate takes part in the
@@ -355,7 +355,7 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         search_space_digest: SearchSpaceDigest,
         candidate_metadata: Any = None,
     ) -> tuple[Model, ModelConfig]:
-        """One round of kernel discovery (:class:`~.runner.RoundRunner`); returns the chosen
+        """One round of kernel discovery (:class:`~ax_kernel_discovery.surrogate.runner.RoundRunner`); returns the chosen
         kernel's fitted model (with ``background_fits``, before the round's other fits
         are in: the round ends when its outcome's next round begins, or at the next read
         of the state, which then waits for them)."""
@@ -467,7 +467,7 @@ class KernelDiscoverySurrogate(HookedSurrogate):
 
     def finish_background(self) -> None:
         """End the rounds whose kernels are being fitted in the background: **waits** for
-        their fits (called by every read of the state; see :meth:`.runner.RoundRunner.end`)."""
+        their fits (called by every read of the state; see :meth:`~ax_kernel_discovery.surrogate.runner.RoundRunner.end`)."""
         self.runner.end_all()
 
     def portfolio_plan(self, n: int) -> list[tuple[str, Model, int]] | None:

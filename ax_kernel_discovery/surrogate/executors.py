@@ -3,7 +3,7 @@
 A :class:`FitExecutor` fits kernels of a round (each by
 :meth:`~.fitting.KernelFitter.fit_all`, on the round's context) and hands back
 :class:`PendingFits`; their :meth:`~PendingFits.wait` gives the fitted kernels
-(:class:`Fits`). The round (:mod:`.runner`) is the same code whichever executor fits it:
+(:class:`Fits`). The round (:mod:`~ax_kernel_discovery.surrogate.runner`) is the same code whichever executor fits it:
 
 * :class:`InProcessFits`: one after another in this process;
 * :class:`WorkerProcessFits`: side by side in ``fit_workers`` worker processes (the same

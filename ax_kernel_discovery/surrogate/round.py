@@ -3,7 +3,7 @@
 A round of kernel discovery
 (:meth:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate.model_selection`) opens, proposes, fits and ends. Its fits are
 made in this process (:class:`~.fitting.KernelFitter`) or, for all kernels but the chosen
-one, in a worker process while Ax optimizes the acquisition (:mod:`.executors`); either
+one, in a worker process while Ax optimizes the acquisition (:mod:`~ax_kernel_discovery.surrogate.executors`); either
 way the round opens and ends through :class:`RoundSteps`, written once:
 
 * :meth:`RoundSteps.open`: last round's choice is struck if its batch did not improve

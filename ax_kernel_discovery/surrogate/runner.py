@@ -2,7 +2,7 @@
 end.
 
 :class:`RoundRunner` runs a round's steps in order for whichever
-:class:`~.executors.FitExecutor` fits it:
+:class:`~ax_kernel_discovery.surrogate.executors.FitExecutor` fits it:
 
 1. **open** (:meth:`~.round.RoundSteps.open`): strike, credit the portfolio, reset an
    empty population, score the members' forecasts of the new batch;
