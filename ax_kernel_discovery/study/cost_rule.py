@@ -69,12 +69,12 @@ def cost_summary(results: str | Path = "benchmarks/results") -> dict[str, Any]:
     """The rule's numbers per problem for every candidate and reference.
 
     Returns:
-        ``{"problems": {p: {"sd": sd(p), "minimize": bool, "variants": {v: comparison}}},
-        "candidates": {c: {"complete": bool, "passes": bool | None, "short_by": {p: x}}}}``,
-        where a comparison is :func:`~.statistics.paired_comparison` against
-        ``ax_default`` plus ``margin_ok`` (the rule on that problem; ``None`` for a
-        reference or without ten seeds), and ``short_by`` how far below the bar a
-        candidate's d is (0 where it clears it).
+        A dict with ``problems`` (per problem: ``sd``, ``minimize``, ``bar`` and
+        ``variants``, each a :func:`~.statistics.paired_comparison` against
+        ``ax_default`` plus, for a candidate, ``margin_ok``: the rule on that problem,
+        ``None`` without ten seeds) and ``candidates`` (per candidate: ``complete``,
+        ``passes``, ``fields`` and ``short_by``, how far below the bar its d is on each
+        problem, 0 where it clears it).
     """
     root = Path(results)
     axd = [r for r in _load(root / REFERENCES["ax_default"]) if r["method"] == "ax_default"]
