@@ -14,7 +14,7 @@ from ax_kernel_discovery import kernel_discovery_generation_strategy, surrogate_
 from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.errors import UNEXPECTED, UnexpectedErrorWarning, strict_errors
 from ax_kernel_discovery.population import Population, start_candidates
-from ax_kernel_discovery.surrogate import fitting
+from ax_kernel_discovery.selection_rules import LOOCRPS
 from ax_kernel_discovery.surrogate.round import AllKernelsRejectedWarning, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
@@ -33,10 +33,12 @@ CONFIG = {
 
 
 def _score_raises(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
-    def score(*args: Any, **kwargs: Any) -> float:
+    """Every fit's score (the ``loo_crps`` rule's) raises ``error``."""
+
+    def fit_score(self: LOOCRPS, *args: Any, **kwargs: Any) -> float:
         raise error
 
-    monkeypatch.setattr(fitting, "score", score)
+    monkeypatch.setattr(LOOCRPS, "fit_score", fit_score)
 
 
 def _one_bo_round() -> Any:
