@@ -307,7 +307,7 @@ class _PendingBackground:
                     build, ctx.dataset, ctx.search_space_digest, fit.config, fit.state, False
                 )
         elif job.cands:
+            fitter = KernelFitter(self.config, build, job.start_rule)
             with timer.phase("fit_and_score", add=True):
-                fitter = KernelFitter(self.config, build, job.start_rule)
                 fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
         return Fits(fitted, builders)
