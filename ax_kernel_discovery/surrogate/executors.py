@@ -20,7 +20,6 @@ The workers are :mod:`.worker`'s fresh interpreters, one torch thread each.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
+from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
 from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, SUBMIT_FAILURES, shared_pool
 
@@ -208,7 +208,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     """Fit a :class:`BackgroundJob` with Ax's ``Surrogate._construct_model`` (in a worker
     process), as :meth:`~.fitting.KernelFitter.fit_all` fits in the surrogate's process,
     without the slow-fit rule (the round applies it over all its fits)."""
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     config = job.config.model_copy(update={"fit_workers": 1})
     fitter = KernelFitter(config, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
@@ -228,7 +228,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
         fitted=fitted,
         rejected=list(ctx.rec.rejected),
         timings=dict(ctx.rec.timings),
-        seconds=time.perf_counter() - t0,
+        seconds=watch.elapsed(),
         fit_starts=dict(ctx.rec.fit_starts),
     )
 
@@ -280,24 +280,24 @@ class _PendingBackground:
     def wait(self) -> Fits:
         ctx, job = self.job.ctx, self.job
         rec = ctx.rec
-        t0 = time.perf_counter()
+        timer = rec.timer()
         result: BackgroundResult | None = None
-        if self.future is not None:
-            try:
-                result = self.future.result()
-            except CALL_FAILURES as e:  # a broken worker: fit them here instead
-                logger.info("background fits failed (%r); fitting in process", e)
-            self.future = None  # waited for: a second wait fits here
-        rec.timings["background_wait"] = time.perf_counter() - t0
+        with timer.phase("background_wait"):
+            if self.future is not None:
+                try:
+                    result = self.future.result()
+                except CALL_FAILURES as e:  # a broken worker: fit them here instead
+                    logger.info("background fits failed (%r); fitting in process", e)
+                self.future = None  # waited for: a second wait fits here
         # Models built from here on use a fresh builder: the surrogate's hands back the
         # model Ax cached for this dataset (the chosen one) once the round has returned it.
         build = fresh_model_builder()
         fitted: dict[str, FittedKernel] = {}
         builders: dict[str, Callable[[], Model]] = {}
         if result is not None:
-            rec.timings["background_fits"] = result.seconds
+            timer.record("background_fits", result.seconds)
             rec.rejected.extend(result.rejected)
-            rec.timings.update(result.timings)
+            timer.update(result.timings)
             for label, count in result.fit_starts.items():
                 rec.fit_starts[label] = rec.fit_starts.get(label, 0) + count
             for name, fit in result.fitted.items():
@@ -307,10 +307,7 @@ class _PendingBackground:
                     build, ctx.dataset, ctx.search_space_digest, fit.config, fit.state, False
                 )
         elif job.cands:
-            t1 = time.perf_counter()
             fitter = KernelFitter(self.config, build, job.start_rule)
-            fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
-            rec.timings["fit_and_score"] = rec.timings.get("fit_and_score", 0.0) + (
-                time.perf_counter() - t1
-            )
+            with timer.phase("fit_and_score", add=True):
+                fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
         return Fits(fitted, builders)

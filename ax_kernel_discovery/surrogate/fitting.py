@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -36,6 +35,7 @@ from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
 from ax_kernel_discovery.selection import best_points, num_hyperparameters, prior_covariance
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
+from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
 from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, shared_pool
 
@@ -364,15 +364,15 @@ class KernelFitter:
         acquisition under ``converge_chosen``).
         """
         job = self._prepare(cand, ctx, refit, maxiter, members, converge)
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         try:
             model = _build_and_fit(self.build_model, ctx.dataset, ctx.search_space_digest, job)
         except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
             return self._reject(cand, ctx, f"{type(e).__name__}: {e}", rejection_stage(e, "fit"))
         seconds = None
         if job.refit:
-            seconds = ctx.rec.timings[f"refit:{cand.name}"] = time.perf_counter() - t0
-        return self._score(cand, ctx, model, job.config, t0, seconds)
+            seconds = ctx.rec.timer().record(f"refit:{cand.name}", watch)
+        return self._score(cand, ctx, model, job.config, watch, seconds)
 
     def _prepare(
         self,
@@ -422,7 +422,8 @@ class KernelFitter:
             ]
         prepared = [(c, self._prepare(c, ctx, r, m, members), m) for c, r, m in jobs]
         pool = shared_pool(workers, user=self)
-        t0 = time.perf_counter()
+        timer = ctx.rec.timer()
+        wall = Stopwatch()
         futures = [
             pool.submit(fit_in_worker, ctx.dataset, ctx.search_space_digest, job)
             for _, job, _ in prepared
@@ -444,8 +445,8 @@ class KernelFitter:
                 continue
             refit_seconds = None
             if job.refit:
-                refit_seconds = ctx.rec.timings[f"refit:{cand.name}"] = seconds
-            t1 = time.perf_counter()
+                refit_seconds = timer.record(f"refit:{cand.name}", seconds)
+            watch = Stopwatch(already=seconds)  # the worker's fit, then this rebuild
             try:  # the fitted GP, rebuilt from its exact (float64) state: no refit
                 model = self.build_model(
                     ctx.dataset, ctx.search_space_digest, job.config, state, False
@@ -455,8 +456,8 @@ class KernelFitter:
                 out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage))
                 continue
             # "fit:" counts the worker's fit and this rebuild, as a serial fit counts both
-            out.append(self._score(cand, ctx, model, job.config, t1 - seconds, refit_seconds))
-        ctx.rec.timings["parallel_fit_wall"] = time.perf_counter() - t0
+            out.append(self._score(cand, ctx, model, job.config, watch, refit_seconds))
+        timer.record("parallel_fit_wall", wall)
         return out
 
     def _reject(
@@ -474,12 +475,13 @@ class KernelFitter:
         ctx: RoundContext,
         model: Model,
         config: ModelConfig,
-        t0: float,
+        watch: Stopwatch,
         refit_seconds: float | None = None,
     ) -> FittedKernel | None:
         """Score a fitted model by the selection rule's
         :meth:`~ax_kernel_discovery.selection_rules.SelectionRule.fit_score`; keep its
-        parameters as the warm start."""
+        parameters as the warm start (``watch``: the fit's stopwatch, its seconds to the
+        end of the score are ``timings["fit:NAME"]``)."""
         try:
             with torch.no_grad():
                 K, y = prior_covariance(model)
@@ -499,8 +501,7 @@ class KernelFitter:
             return self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage)
         if not math.isfinite(value):
             return self._reject(cand, ctx, f"non-finite {self.config.criterion} score")
-        key = f"fit:{cand.name}"
-        ctx.rec.timings[key] = ctx.rec.timings.get(key, 0.0) + time.perf_counter() - t0
+        ctx.rec.timer().record(f"fit:{cand.name}", watch, add=True)
         ctx.state.warm[cand.name] = warm_parameters(model)
         return FittedKernel(model, config, value, refit_seconds)
 
@@ -543,15 +544,15 @@ def fit_in_worker(
         Exception: An error that is no kernel failure: the call fails, and the parent
             fits the kernel in its own process, where the error is classified.
     """
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     try:
         model = _build_and_fit(fresh_model_builder(), dataset, digest, job)
     except Exception as e:  # noqa: BLE001 - a kernel failure is reported as a rejection
         if not is_kernel_failure(e):
             raise
-        return None, time.perf_counter() - t0, f"{type(e).__name__}: {e}"
+        return None, watch.elapsed(), f"{type(e).__name__}: {e}"
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    return state, time.perf_counter() - t0, None
+    return state, watch.elapsed(), None
 
 
 __all__ = [

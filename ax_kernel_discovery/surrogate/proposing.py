@@ -15,7 +15,6 @@ rejection. The proposers' states (their dedup keys) are saved with the surrogate
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
@@ -99,14 +98,14 @@ class ProposerHost:
     def propose(self, ctx: RoundContext, round_index: int) -> list[KernelCandidate]:
         """Step 2: the round's candidates; the record gets what was proposed, rejected and
         spent (an LLM round that gives nothing says why, see the module docstring)."""
-        t0 = time.perf_counter()
         rec = ctx.rec
-        proposal = self.proposal(ctx.population, ctx.dim, ctx.outcome, rec, round_index)
-        rec.timings["propose"] = time.perf_counter() - t0
+        timer = rec.timer()
+        with timer.phase("propose"):
+            proposal = self.proposal(ctx.population, ctx.dim, ctx.outcome, rec, round_index)
         rec.proposed = [c.name for c in proposal.candidates]
         rec.rejected.extend(proposal.rejections)
         rec.proposer_usage = dict(proposal.usage)
-        rec.timings.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
+        timer.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
         return proposal.candidates
 
     def proposal(

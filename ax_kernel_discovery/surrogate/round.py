@@ -26,7 +26,6 @@ The steps know no Ax ``Surrogate``: they read and update the
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -97,9 +96,8 @@ class RoundSteps:
         self.portfolios.credit(ctx)
         ctx.rec.reset = ctx.population.reset_if_empty()
         if self.config.selection_rule().scores_forecasts:
-            t0 = time.perf_counter()
-            self._keep_forecasts(ctx, self.heldout.score_heldout(ctx))
-            ctx.rec.timings["heldout"] = time.perf_counter() - t0
+            with ctx.rec.timer().phase("heldout"):
+                self._keep_forecasts(ctx, self.heldout.score_heldout(ctx))
         ctx.state.note_rows(ctx.rows, ctx.rec.round)
 
     def strike(
@@ -160,12 +158,11 @@ class RoundSteps:
 
     def admit(self, ctx: RoundContext, candidates: list[KernelCandidate]) -> list[KernelCandidate]:
         """Step 3: the proposed candidates that pass the checks and are no duplicates."""
-        t0 = time.perf_counter()
         X = ctx.dataset.X
-        accepted = self.admission.admit(
-            candidates, ctx.population, ctx.dim, ctx.rec, n=X.shape[0], device=X.device
-        )
-        ctx.rec.timings["validate"] = time.perf_counter() - t0
+        with ctx.rec.timer().phase("validate"):
+            accepted = self.admission.admit(
+                candidates, ctx.population, ctx.dim, ctx.rec, n=X.shape[0], device=X.device
+            )
         return accepted
 
     # --- the hand-on and the end -----------------------------------------------------------

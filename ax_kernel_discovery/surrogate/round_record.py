@@ -3,9 +3,20 @@
 :class:`~ax_kernel_discovery.surrogate.KernelDiscoverySurrogate` appends one record per
 round and outcome to its ``history`` (saved with its state); the reports, the analysis
 helpers and the baselines read it.
+
+The round's seconds (``RoundRecord.timings``) go through one timer,
+:meth:`RoundRecord.timer` (a :class:`RoundTimer`), and every :class:`Stopwatch` reads one
+clock, :func:`clock` (``time.perf_counter``): no other module of the surrogate reads the
+clock. Timings are reports, not inputs: no decision reads them under the defaults (the
+opt-in ``fit_timeout`` cap is BoTorch's fit option; the slow-fit rule reads a fit's
+stopwatch seconds, ``FittedKernel.refit_seconds``).
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pydantic import BaseModel, Field
 
@@ -75,5 +86,85 @@ class RoundRecord(BaseModel):
     #: (``inherited``: from the members they contain).
     fit_starts: dict[str, int] = Field(default_factory=dict)
 
+    def timer(self) -> RoundTimer:
+        """The timer that writes this record's ``timings``."""
+        return RoundTimer(self)
 
-__all__ = ["RoundRecord"]
+
+def clock() -> float:
+    """The surrogate's one clock: ``time.perf_counter``, in seconds."""
+    return time.perf_counter()
+
+
+class Stopwatch:
+    """Seconds since it started, on :func:`clock`.
+
+    Args:
+        already: Seconds counted before it started (e.g. a fit measured in a worker
+            process, continued here).
+
+    Example:
+        >>> watch = Stopwatch()
+        >>> watch.elapsed() >= 0.0
+        True
+    """
+
+    def __init__(self, already: float = 0.0) -> None:
+        self.started = clock() - already
+        #: The seconds at :meth:`stop` (``None``: still running).
+        self.seconds: float | None = None
+
+    def elapsed(self) -> float:
+        """The seconds since the start (once stopped: the stopped seconds)."""
+        if self.seconds is not None:
+            return self.seconds
+        return clock() - self.started
+
+    def stop(self) -> float:
+        """Stop; returns the seconds since the start."""
+        self.seconds = self.elapsed()
+        return self.seconds
+
+
+class RoundTimer:
+    """Writes a round's seconds into its record's ``timings`` (:meth:`RoundRecord.timer`).
+
+    Args:
+        record: The round's record.
+
+    Example:
+        >>> rec = RoundRecord(round=0, outcome="f", n=8, dim=2)
+        >>> with rec.timer().phase("propose") as watch:
+        ...     pass
+        >>> rec.timings["propose"] == watch.seconds
+        True
+    """
+
+    def __init__(self, record: RoundRecord) -> None:
+        self.rec = record
+
+    @contextmanager
+    def phase(self, key: str, add: bool = False) -> Iterator[Stopwatch]:
+        """Time the block as ``timings[key]`` (``add``: add to what ``key`` holds).
+
+        Yields a :class:`Stopwatch`, stopped when the block ends (its ``seconds``); a
+        block that raises records nothing.
+        """
+        watch = Stopwatch()
+        yield watch
+        self.record(key, watch.stop(), add=add)
+
+    def record(self, key: str, seconds: float | Stopwatch, add: bool = False) -> float:
+        """Write ``seconds`` (a stopwatch: its seconds so far) as ``timings[key]``
+        (``add``: add them to what ``key`` holds); returns the seconds written."""
+        value = seconds.elapsed() if isinstance(seconds, Stopwatch) else seconds
+        timings = self.rec.timings
+        timings[key] = timings.get(key, 0.0) + value if add else value
+        return value
+
+    def update(self, timings: Mapping[str, float]) -> None:
+        """Write seconds measured elsewhere (a worker's, a proposer's), key by key."""
+        self.rec.timings.update(timings)
+
+
+__all__ = ["RoundRecord", "RoundTimer", "Stopwatch", "clock"]

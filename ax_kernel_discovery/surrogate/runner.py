@@ -24,7 +24,6 @@ end.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -45,7 +44,7 @@ from ax_kernel_discovery.surrogate.executors import (
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter
 from ax_kernel_discovery.surrogate.proposing import ProposerHost
 from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.round_record import RoundRecord, Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
 from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
@@ -151,8 +150,9 @@ class RoundRunner:
         Returns:
             The model the acquisition gets and its ``ModelConfig``.
         """
-        t_start = time.perf_counter()
+        total = Stopwatch()
         rec = ctx.rec
+        timer = rec.timer()
         self.steps.open(ctx, objectives, rows)
         accepted = self.steps.admit(ctx, self.proposing.propose(ctx, rec.round))
         cands = [m.candidate for m in ctx.population] + accepted
@@ -160,7 +160,7 @@ class RoundRunner:
         deferred = isinstance(executor, BackgroundFits)
         converging = self.config.converge_chosen and self.config.fit_maxiter is not None
         early = self.chooser.choice_before_fits(ctx) if deferred or converging else None
-        t0 = time.perf_counter()
+        fit_and_score = Stopwatch()
         first = None
         if early is not None:
             first = self.fit_the_choice(ctx, cands, early, len(objectives))
@@ -178,7 +178,7 @@ class RoundRunner:
             if deferred:  # the round chooses from its fits: they run here
                 executor = InProcessFits()
         pending = executor.submit(self.fitter, ctx, rest, members)
-        rec.timings["fit_and_score"] = time.perf_counter() - t0
+        timer.record("fit_and_score", fit_and_score)
         self.open_rounds[ctx.outcome] = OpenRound(
             ctx, accepted, members, objectives, choice, models, pending
         )
@@ -186,7 +186,7 @@ class RoundRunner:
             ended = self.end(ctx.outcome)
             handed = handed or ended
         assert handed is not None  # handed on before the fits, or chosen at the end
-        rec.timings["total"] = time.perf_counter() - t_start
+        timer.record("total", total)
         return handed
 
     def fit_the_choice(
