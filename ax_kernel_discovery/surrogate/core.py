@@ -169,10 +169,10 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         self.proposing = ProposerHost(config, proposer_factory)
         if state:
             self.proposing.load_state_dict(state)
-        self.admission = CandidateAdmission(config)
-        self.fitter = KernelFitter(config, model_builder(self), start_rule)
+        self.admission = CandidateAdmission(config.admission_options())
+        self.fitter = KernelFitter(config.fit_options(), model_builder(self), start_rule)
         self.heldout = HeldoutScorer(config, model_builder(self))
-        self.chooser = Chooser(config)
+        self.chooser = Chooser(config.choice_options())
         portfolios = Portfolios(config, self.chooser)
         self.steps = RoundSteps(
             config, self.admission, self.chooser, self.heldout, portfolios, model_builder(self)
@@ -204,10 +204,16 @@ class KernelDiscoverySurrogate(HookedSurrogate):
 
     @config.setter
     def config(self, value: KernelDiscoveryConfig) -> None:
+        """Run the next rounds under ``value`` (the population, warm starts and proposer
+        state stay): the collaborators that take the whole config get it, those that take
+        their own options get them anew (``benchmarks/selection_agreement.py`` runs a
+        deep copy of a surrogate under a variant's settings)."""
         self._config = value
-        steps = self.proposing, self.admission, self.fitter, self.heldout, self.chooser
-        for step in (*steps, self.steps, self.steps.portfolios, self.runner):
+        for step in self.proposing, self.heldout, self.steps, self.steps.portfolios, self.runner:
             step.config = value
+        self.admission.options = value.admission_options()
+        self.fitter.options = value.fit_options()
+        self.chooser.options = value.choice_options()
 
     @property
     def default_acqf_class(self) -> type[AcquisitionFunction]:
