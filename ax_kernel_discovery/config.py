@@ -603,10 +603,15 @@ class KernelDiscoveryConfig(BaseModel):
     @field_validator("start_kernels", mode="before")
     @classmethod
     def _library_entries(cls, value: Any) -> list[dict[str, Any]] | None:
-        """A library path or a list of kernels, as the library's (checksummed) entries."""
+        """A library path or a list of kernels, as the library's (checksummed) entries.
+
+        The kernels are not built nor validated here (a config fits and runs nothing):
+        the surrogate validates them when it is built, before any evaluation
+        (:func:`~ax_kernel_discovery.library_format.validate_start_kernels`).
+        """
         if value is None:
             return None
-        return library_entries(value, validate=True)
+        return library_entries(value)
 
     @model_validator(mode="after")
     def _start_set(self) -> KernelDiscoveryConfig:

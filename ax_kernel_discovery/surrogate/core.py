@@ -59,7 +59,7 @@ from ax_kernel_discovery._upstream.ax import (
 )
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.library_format import library_start_candidates
+from ax_kernel_discovery.library_format import library_start_candidates, validate_start_kernels
 from ax_kernel_discovery.log import use_ax_handler
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.base import Proposer
@@ -134,6 +134,10 @@ class KernelDiscoverySurrogate(HookedSurrogate):
             its members' fits when ``config.inherit_parameters``).
         **kwargs: Passed to Ax's ``Surrogate``.
 
+    Raises:
+        KernelLibraryError: A kernel of ``config.start_kernels`` fails validation (checked
+            here, before any evaluation; building the config validates none).
+
     The three callables are not saved: a subclass that sets them (:mod:`ax_kernel_discovery.baselines`)
     registers itself with :func:`~ax_kernel_discovery.storage.register_surrogate_class`.
 
@@ -161,6 +165,7 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         if state:
             check_state_format(state)
         config = saved_config(config, state)
+        validate_start_kernels(config)  # the config does not: before any evaluation
         super().__init__(surrogate_spec=_placeholder_spec(surrogate_spec), **kwargs)
         self._config = config
         self.state = SurrogateState.from_json(state) if state else SurrogateState()
