@@ -6,6 +6,7 @@ import inspect
 import re
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -66,7 +67,7 @@ READS: dict[type[ComponentOptions], set[str]] = {
 }
 
 #: The collaborator of each options class, and the module it is in.
-TAKEN_BY = {
+TAKEN_BY: dict[type[ComponentOptions], tuple[type[Any], str]] = {
     FitOptions: (KernelFitter, "fitting.py"),
     ChoiceOptions: (Chooser, "choice.py"),
     AdmissionOptions: (CandidateAdmission, "admission.py"),
