@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ax_kernel_discovery.devices import check_device_name, resolve_device
 from ax_kernel_discovery.library_format import library_entries
+from ax_kernel_discovery.options import AdmissionOptions, ChoiceOptions, FitOptions
 from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.selection_rules import (
     SELECTION_RULES,
@@ -602,10 +603,15 @@ class KernelDiscoveryConfig(BaseModel):
     @field_validator("start_kernels", mode="before")
     @classmethod
     def _library_entries(cls, value: Any) -> list[dict[str, Any]] | None:
-        """A library path or a list of kernels, as the library's (checksummed) entries."""
+        """A library path or a list of kernels, as the library's (checksummed) entries.
+
+        The kernels are not built nor validated here (a config fits and runs nothing):
+        the surrogate validates them when it is built, before any evaluation
+        (:func:`~ax_kernel_discovery.library_format.validate_start_kernels`).
+        """
         if value is None:
             return None
-        return library_entries(value, validate=True)
+        return library_entries(value)
 
     @model_validator(mode="after")
     def _start_set(self) -> KernelDiscoveryConfig:
@@ -791,6 +797,19 @@ class KernelDiscoveryConfig(BaseModel):
         if self.tie_break == "auto":
             return self.selection_rule().default_tie_break
         return self.tie_break
+
+    def fit_options(self) -> FitOptions:
+        """What the round's fitter reads (:class:`~ax_kernel_discovery.options.FitOptions`)."""
+        return FitOptions.from_config(self)
+
+    def choice_options(self) -> ChoiceOptions:
+        """What the round's chooser reads (:class:`~ax_kernel_discovery.options.ChoiceOptions`)."""
+        return ChoiceOptions.from_config(self)
+
+    def admission_options(self) -> AdmissionOptions:
+        """What the admission of proposed kernels reads
+        (:class:`~ax_kernel_discovery.options.AdmissionOptions`)."""
+        return AdmissionOptions.from_config(self)
 
     def resolved_proposal_format(self) -> Literal["expression", "code"]:
         """``proposal_format`` with ``auto`` resolved: expression for the local model."""

@@ -44,6 +44,7 @@ from ax_kernel_discovery.library_format import (
     parse_library,
     save_kernels,
     validate_library_kernel,
+    validate_start_kernels,
 )
 from ax_kernel_discovery.strategy import fixed_kernel_generation_strategy, model_config_for
 
@@ -63,4 +64,5 @@ __all__ = [
     "parse_library",
     "save_kernels",
     "validate_library_kernel",
+    "validate_start_kernels",
 ]

@@ -60,6 +60,7 @@ __all__ = [
     "parse_library",
     "save_kernels",
     "validate_library_kernel",
+    "validate_start_kernels",
 ]
 
 LIBRARY_FORMAT = "ax-kernel-discovery kernel library"
@@ -389,7 +390,8 @@ def library_entries(value: Any, validate: bool = False) -> list[dict[str, Any]]:
         value: A library file path, one kernel, or a list of kernels (library kernels,
             candidates, entry dicts or ``"kernels.json:NAME"`` references).
         validate: Also validate each kernel (see :func:`validate_library_kernel`), so
-            that a kernel the sandbox refuses fails here, before any evaluation.
+            that a kernel the sandbox refuses fails here (a config stores its start kernels
+            without: its surrogate validates them, :func:`validate_start_kernels`).
 
     Raises:
         KernelLibraryError: A bad file, entry or reference, a name used twice, or (with
@@ -466,6 +468,19 @@ class StartSettings(Protocol):
 
     @property
     def start_kernels(self) -> Sequence[Mapping[str, Any]] | None: ...
+
+
+def validate_start_kernels(config: StartSettings) -> None:
+    """Validate each kernel of ``config.start_kernels`` (:func:`validate_library_kernel`,
+    at its own dimension): what a surrogate does when it is built, so that a kernel the
+    sandbox refuses fails before any evaluation. Building a config validates none.
+
+    Raises:
+        KernelLibraryError: A kernel failed; the message names it, the failed stage and
+            the reason.
+    """
+    for data in config.start_kernels or []:
+        validate_library_kernel(get_kernel(dict(data)), where="start_kernels")
 
 
 def library_start_candidates(

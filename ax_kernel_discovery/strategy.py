@@ -538,6 +538,7 @@ def kernel_discovery_generation_strategy(
 
     Raises:
         pydantic.ValidationError: A bad setting (with a "did you mean" for a misspelt one).
+        KernelLibraryError: A kernel of ``config.start_kernels`` fails validation.
         DeviceUnavailableError: ``config.device`` is CUDA where there is none.
         LLMSetupError: ``proposer="llm"``/``"direct"`` and the LLM cannot work.
 

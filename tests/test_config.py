@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ax_kernel_discovery import KernelDiscoveryConfig
+from ax_kernel_discovery import KernelDiscoveryConfig, library_format
+from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import SECTIONS
 from ax_kernel_discovery.runner.run_config import method_kd_config
 
@@ -260,3 +261,20 @@ def test_a_population_may_be_as_small_as_its_kept_members() -> None:
     assert KernelDiscoveryConfig(population_size=2, start_kernels=None).population_size == 2
     assert KernelDiscoveryConfig(population_size=2, keep_kernels=("RBF",)).population_size == 2
     assert KernelDiscoveryConfig(population_size=4, portfolio_keep=("BOCK",)).portfolio_keep
+
+
+def test_building_a_config_builds_and_validates_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config checks its settings and runs nothing: its start kernels are validated by
+    the surrogate built with it (before any evaluation), not by the config."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a kernel was built or validated")
+
+    monkeypatch.setattr(library_format, "_VALIDATED", {})  # none validated in this process
+    monkeypatch.setattr(library_format, "validate_candidate", refused)
+    monkeypatch.setattr(KernelCandidate, "build", refused)
+    config = KernelDiscoveryConfig(start_kernels=["saas", "periodic"], keep_kernels=("SAAS",))
+    assert [e["name"] for e in config.start_kernels or []] == ["SAAS", "periodic"]
+    assert KernelDiscoveryConfig.model_validate(config.model_dump(mode="json")) == config
+    with pytest.raises(AssertionError, match="a kernel was built or validated"):
+        library_format.validate_start_kernels(config)  # what its surrogate does

@@ -33,6 +33,7 @@ from ax_kernel_discovery.cli import EXIT_USER_ERROR, main
 from ax_kernel_discovery.expression import leaf
 from ax_kernel_discovery.library import LIBRARY_VERSION, get_kernel
 from ax_kernel_discovery.population import Population, base_candidate
+from ax_kernel_discovery.runner import UserInputError, make_run_config
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 
 torch.set_num_threads(1)
@@ -299,13 +300,16 @@ def test_hostile_code_with_a_valid_checksum_fails_sandboxed_validation(tmp_path:
         load_kernels(path)
     with pytest.raises(KernelLibraryError, match="'sneaky'"):
         fixed_kernel_generation_strategy(f"{path}:sneaky")
-    # refused when the config is built, before any evaluation (not at the first BO round)
-    with pytest.raises(
-        ValidationError, match=r"start_kernels=.*hostile.json.*'sneaky': its kernel source failed"
-    ):
-        KernelDiscoveryConfig(start_kernels=path)
-    with pytest.raises(ValidationError, match="'sneaky'"):
-        KernelDiscoveryConfig(start_kernels=[f"{path}:sneaky"])
+    # refused when its surrogate is built, before any evaluation (not at the first BO
+    # round); building the config runs no kernel code
+    config = KernelDiscoveryConfig(start_kernels=path)
+    message = r"start_kernels: kernel 'sneaky': its kernel source failed validation"
+    with pytest.raises(KernelLibraryError, match=message):
+        KernelDiscoverySurrogate(config)
+    with pytest.raises(KernelLibraryError, match=message):
+        kernel_discovery_generation_strategy({"start_kernels": [f"{path}:sneaky"]})
+    with pytest.raises(UserInputError, match="invalid kd_config: " + message):
+        make_run_config(problem="rover60", method="kd", kd_config={"start_kernels": str(path)})
 
 
 def test_kernel_references(tmp_path: Path) -> None:

@@ -219,10 +219,10 @@ def test_a_registered_rule_is_usable_by_name_from_the_config(
     assert config.selection_rule().fit_score(K, y, 3) == pytest.approx(-float(loo_crps(K, y)))
 
     pop = Population(start_candidates()[:3], size=3)
-    ctx, chooser = _context(pop), Chooser(config)
+    ctx, chooser = _context(pop), Chooser(config.choice_options())
     assert chooser.choice_before_fits(ctx) is None  # its choice needs the fit scores
     # the fitter scores by the rule, and the chooser takes its best score
-    fitter = KernelFitter(config, _unfitted)
+    fitter = KernelFitter(config.fit_options(), _unfitted)
     models: dict[str, FittedKernel] = {}
     loo: dict[str, float] = {}
     for member in pop:
@@ -249,7 +249,7 @@ def test_a_rule_that_scores_before_the_fits_chooses_as_it_said_before_them(
 
     config = KernelDiscoveryConfig(criterion="alphabetical", guard_rounds=0)
     pop = Population(start_candidates()[:3], size=3)  # RBF, Matern52, RQ
-    ctx, chooser = _context(pop), Chooser(config)
+    ctx, chooser = _context(pop), Chooser(config.choice_options())
     early = chooser.choice_before_fits(ctx)
     assert early is not None and early.ranked == ["Matern52", "RBF"]  # RQ has no score
     models = _fitted({"RBF": 0.3, "Matern52": 0.1, "RQ": 0.0})

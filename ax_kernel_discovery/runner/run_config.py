@@ -36,6 +36,7 @@ from ax_kernel_discovery.library_format import (
     KernelLibraryError,
     get_kernel,
     validate_library_kernel,
+    validate_start_kernels,
 )
 from ax_kernel_discovery.llm.setup_check import LLMSetupError
 from ax_kernel_discovery.proposers.from_config import check_llm_config
@@ -380,9 +381,13 @@ def check_run_config(cfg: RunConfig, build_problem: bool = False) -> None:
             raise UserInputError(f"--device: {_as_cli_advice(e)}") from None
     if cfg.kd_config is not None:
         try:
-            KernelDiscoveryConfig.model_validate(cfg.kd_config)
+            kd_config = KernelDiscoveryConfig.model_validate(cfg.kd_config)
         except ValidationError as e:
             raise UserInputError(f"invalid kd_config: {_pydantic_messages(e)}") from None
+        try:  # as the run's surrogate will, before anything runs
+            validate_start_kernels(kd_config)
+        except KernelLibraryError as e:
+            raise UserInputError(f"invalid kd_config: {e}") from None
     if cfg.method == "saasbo":
         if not has_jax():
             raise UserInputError(

@@ -18,7 +18,6 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.diversity import (
     cosine_similarity,
     diversity,
@@ -27,6 +26,7 @@ from ax_kernel_discovery.diversity import (
 )
 from ax_kernel_discovery.errors import is_kernel_failure, rejection_stage, unexpected
 from ax_kernel_discovery.memory import probe_kernel_memory
+from ax_kernel_discovery.options import AdmissionOptions
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.sandbox.validate import validate_candidate
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
@@ -36,16 +36,17 @@ class CandidateAdmission:
     """The validation and deduplication step of a round of kernel discovery.
 
     Args:
-        config: The surrogate's settings (``fit_timeout``, ``dedup_threshold``,
-            ``max_kernel_memory_gb``, ``memory_probe_n``, ``seed``).
+        options: The settings it reads (``fit_timeout``, ``dedup_threshold``,
+            ``max_kernel_memory_gb``, ``memory_probe_n``, ``seed``; the config's
+            :meth:`~ax_kernel_discovery.config.KernelDiscoveryConfig.admission_options`).
 
     Attributes:
         signatures: Dedup fingerprints by candidate key: a cache, recomputed after a
             reload (they depend only on the kernel and the input dimension).
     """
 
-    def __init__(self, config: KernelDiscoveryConfig) -> None:
-        self.config = config
+    def __init__(self, options: AdmissionOptions) -> None:
+        self.options = options
         self.signatures: dict[str, Tensor] = {}
 
     def admit(
@@ -65,7 +66,7 @@ class CandidateAdmission:
         """
         device = str(device)
         accepted: list[KernelCandidate] = []
-        points = reference_points(dim, n=40, seed=self.config.seed).to(device)
+        points = reference_points(dim, n=40, seed=self.options.seed).to(device)
         for member in pop:
             if member.candidate.key not in self.signatures:
                 try:
@@ -92,7 +93,7 @@ class CandidateAdmission:
                 continue
             build = _BuildOnce(cand.build)  # built once for every check in this process
             result = validate_candidate(
-                cand, dim, factory=build, fit_timeout=self.config.fit_timeout, device=device
+                cand, dim, factory=build, fit_timeout=self.options.fit_timeout, device=device
             )
             if not result.ok:
                 rec.rejected.append(
@@ -124,7 +125,7 @@ class CandidateAdmission:
                     k
                     for k in live
                     if k in self.signatures
-                    and cosine_similarity(sig, self.signatures[k]) > self.config.dedup_threshold
+                    and cosine_similarity(sig, self.signatures[k]) > self.options.dedup_threshold
                 ),
                 None,
             )
@@ -134,7 +135,7 @@ class CandidateAdmission:
                         name=cand.name,
                         stage="duplicate",
                         reason="Gram matrix equals an existing member's (cosine > "
-                        f"{self.config.dedup_threshold})",
+                        f"{self.options.dedup_threshold})",
                     )
                 )
                 continue
@@ -155,10 +156,10 @@ class CandidateAdmission:
         ``D``, extrapolated to ``max(2 n, memory_probe_n)`` points (room for the run to grow),
         on the kernel ``build`` gives (default: a fresh ``cand.build``).
         """
-        limit = self.config.max_kernel_memory_gb
+        limit = self.options.max_kernel_memory_gb
         if limit is None:
             return None
-        n_probe = max(2 * n, self.config.memory_probe_n)
+        n_probe = max(2 * n, self.options.memory_probe_n)
         try:
             probe = probe_kernel_memory((build or cand.build)(dim), dim, n_probe)
         except Exception as e:  # noqa: BLE001 - the validator already ran it; be safe

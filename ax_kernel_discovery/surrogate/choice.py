@@ -26,8 +26,8 @@ import torch
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.errors import is_kernel_failure, unexpected
+from ax_kernel_discovery.options import ChoiceOptions
 from ax_kernel_discovery.population import Member, Population
 from ax_kernel_discovery.selection import (
     mixture_counts,
@@ -92,19 +92,20 @@ class Chooser:
     """The choice step of a round of kernel discovery.
 
     Args:
-        config: The surrogate's settings (``criterion``: its selection rule, ``guard_rounds``,
+        options: The settings it reads (``criterion``: its selection rule, ``guard_rounds``,
             ``heldout_score``, ``score_batches``, ``tie_break``, ``mixture_top_k``,
-            ``mixture_weights``, ``parsimony_tolerance``).
+            ``mixture_weights``, ``parsimony_tolerance``; the config's
+            :meth:`~ax_kernel_discovery.config.KernelDiscoveryConfig.choice_options`).
     """
 
-    def __init__(self, config: KernelDiscoveryConfig) -> None:
-        self.config = config
+    def __init__(self, options: ChoiceOptions) -> None:
+        self.options = options
         self._sizes: dict[tuple[str, int], int] = {}  # (candidate key, dim) -> hyperparameters
 
     @property
     def rule(self) -> SelectionRule:
-        """The selection rule of ``config.criterion``."""
-        return self.config.selection_rule()
+        """The selection rule of ``options.criterion``."""
+        return self.options.selection_rule()
 
     def member_score(self, member: Member, models: Mapping[str, FittedKernel]) -> float | None:
         """The score a member is ranked by (the rule's
@@ -128,16 +129,16 @@ class Chooser:
         pop = ctx.population
         fit_scores = {k: v.score for k, v in models.items()}
         done = len(ctx.past)
-        if done < self.config.guard_rounds:
+        if done < self.options.guard_rounds:
             return Choice(names=[], scores=fit_scores, guarded=True)
         order, losses = self.choice_order(ctx)
         eligible = {k: v for k, v in losses.items() if k in models}
         if eligible:
             best = next(k for k in order if k in models)
-            if self.config.mixture_top_k <= 1:
+            if self.options.mixture_top_k <= 1:
                 return Choice(names=[best], counts=[1], weights=[1.0], scores=eligible)
             ranked = sorted(eligible, key=lambda k: (eligible[k], k))
-            top = [best] + [k for k in ranked if k != best][: self.config.mixture_top_k - 1]
+            top = [best] + [k for k in ranked if k != best][: self.options.mixture_top_k - 1]
             return self._mixture(pop, top, eligible)
         return Choice(names=[self.choose(models)], counts=[1], weights=[1.0], scores=fit_scores)
 
@@ -151,9 +152,9 @@ class Chooser:
         ``None`` where the choice needs this round's fit scores (a rule that scores by the
         fits, no member with a forecast yet) or several fitted members (a mixture).
         """
-        if len(ctx.past) < self.config.guard_rounds:
+        if len(ctx.past) < self.options.guard_rounds:
             return EarlyChoice(guarded=True)
-        if self.config.mixture_top_k > 1:
+        if self.options.mixture_top_k > 1:
             return None
         order, losses = self.choice_order(ctx)
         if not order:
@@ -174,7 +175,7 @@ class Chooser:
         """
         pop = ctx.population
         losses, ranked = self.heldout_ranking(list(pop))
-        if self.config.resolved_tie_break() != "cost" or not ranked:
+        if self.options.resolved_tie_break() != "cost" or not ranked:
             return ranked, losses
         lead = pop.get(ranked[0])
         tied = [ranked[0]] + [
@@ -194,10 +195,10 @@ class Chooser:
         neither that paired mean difference nor the difference of their held-out losses
         (``lead_loss``, ``other_loss``: what the choice ranks) exceeds :data:`TIE_BOUND`.
         """
-        bound = TIE_BOUND if self.config.heldout_score == "log" else TIE_BOUND * abs(lead_loss)
+        bound = TIE_BOUND if self.options.heldout_score == "log" else TIE_BOUND * abs(lead_loss)
         if other_loss - lead_loss > bound:
             return False
-        window = [h.round for h in lead.heldout[-self.config.score_batches :] if h.logpdf]
+        window = [h.round for h in lead.heldout[-self.options.score_batches :] if h.logpdf]
         forecast = {h.round for h in other.heldout if h.logpdf}
         if not window or not set(window) <= forecast:
             return False
@@ -233,13 +234,13 @@ class Chooser:
         """A member's per-point held-out losses on the batches of ``rounds``, concatenated."""
         by_round = {h.round: h for h in member.heldout}
         return torch.tensor(
-            [v for r in rounds for v in by_round[r].loss(self.config.heldout_score)],
+            [v for r in rounds for v in by_round[r].loss(self.options.heldout_score)],
             dtype=torch.float64,
         )
 
     def _common_rounds(self, members: Sequence[Member]) -> list[int]:
         """The batches (by round) in the window that every one of ``members`` forecast."""
-        window = self.config.score_batches
+        window = self.options.score_batches
         sets = [{h.round for h in m.heldout[-window:]} for m in members]
         return sorted(set.intersection(*sets)) if sets else []
 
@@ -247,7 +248,7 @@ class Chooser:
         """Weights of the members ``top`` from their held-out log densities on common points."""
         members = [pop.get(k) for k in top]
         rounds = self._common_rounds(members)
-        if self.config.mixture_weights == "equal" or not rounds:
+        if self.options.mixture_weights == "equal" or not rounds:
             weights = [1.0 / len(top)] * len(top)
         else:
             by_round = [{h.round: h for h in m.heldout} for m in members]
@@ -256,7 +257,7 @@ class Chooser:
             )
             w = (
                 stacking_weights(log_density)
-                if self.config.mixture_weights == "stacking"
+                if self.options.mixture_weights == "stacking"
                 else pseudo_bma_weights(log_density)
             )
             weights = w.tolist()
@@ -278,7 +279,7 @@ class Chooser:
         evaluates the chosen kernel thousands of times).
         """
         best = min(models, key=lambda k: models[k].score)
-        tol = self.config.parsimony_tolerance
+        tol = self.options.parsimony_tolerance
         if tol <= 0:
             return best
         near = [k for k in models if models[k].score <= models[best].score + tol]

@@ -59,7 +59,7 @@ from ax_kernel_discovery._upstream.ax import (
 )
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
-from ax_kernel_discovery.library_format import library_start_candidates
+from ax_kernel_discovery.library_format import library_start_candidates, validate_start_kernels
 from ax_kernel_discovery.log import use_ax_handler
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.proposers.base import Proposer
@@ -134,6 +134,10 @@ class KernelDiscoverySurrogate(HookedSurrogate):
             its members' fits when ``config.inherit_parameters``).
         **kwargs: Passed to Ax's ``Surrogate``.
 
+    Raises:
+        KernelLibraryError: A kernel of ``config.start_kernels`` fails validation (checked
+            here, before any evaluation; building the config validates none).
+
     The three callables are not saved: a subclass that sets them (:mod:`ax_kernel_discovery.baselines`)
     registers itself with :func:`~ax_kernel_discovery.storage.register_surrogate_class`.
 
@@ -161,6 +165,7 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         if state:
             check_state_format(state)
         config = saved_config(config, state)
+        validate_start_kernels(config)  # the config does not: before any evaluation
         super().__init__(surrogate_spec=_placeholder_spec(surrogate_spec), **kwargs)
         self._config = config
         self.state = SurrogateState.from_json(state) if state else SurrogateState()
@@ -169,10 +174,10 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         self.proposing = ProposerHost(config, proposer_factory)
         if state:
             self.proposing.load_state_dict(state)
-        self.admission = CandidateAdmission(config)
-        self.fitter = KernelFitter(config, model_builder(self), start_rule)
+        self.admission = CandidateAdmission(config.admission_options())
+        self.fitter = KernelFitter(config.fit_options(), model_builder(self), start_rule)
         self.heldout = HeldoutScorer(config, model_builder(self))
-        self.chooser = Chooser(config)
+        self.chooser = Chooser(config.choice_options())
         portfolios = Portfolios(config, self.chooser)
         self.steps = RoundSteps(
             config, self.admission, self.chooser, self.heldout, portfolios, model_builder(self)
@@ -204,10 +209,16 @@ class KernelDiscoverySurrogate(HookedSurrogate):
 
     @config.setter
     def config(self, value: KernelDiscoveryConfig) -> None:
+        """Run the next rounds under ``value`` (the population, warm starts and proposer
+        state stay): the collaborators that take the whole config get it, those that take
+        their own options get them anew (``benchmarks/selection_agreement.py`` runs a
+        deep copy of a surrogate under a variant's settings)."""
         self._config = value
-        steps = self.proposing, self.admission, self.fitter, self.heldout, self.chooser
-        for step in (*steps, self.steps, self.steps.portfolios, self.runner):
+        for step in self.proposing, self.heldout, self.steps, self.steps.portfolios, self.runner:
             step.config = value
+        self.admission.options = value.admission_options()
+        self.fitter.options = value.fit_options()
+        self.chooser.options = value.choice_options()
 
     @property
     def default_acqf_class(self) -> type[AcquisitionFunction]:

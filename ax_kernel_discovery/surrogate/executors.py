@@ -32,7 +32,7 @@ from torch import Tensor
 
 from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.options import FitOptions
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
@@ -158,14 +158,14 @@ class BackgroundJob:
     the round's context (:meth:`~.state.RoundContext.for_worker`).
 
     Attributes:
-        config: The surrogate's settings.
+        options: The fitter's settings (:class:`~ax_kernel_discovery.options.FitOptions`).
         start_rule: The fitter's start rule (``None``: GPyTorch's initial values).
         cands: The kernels to fit, in the round's order (members, then new kernels).
         members: All the round's kernels (what the start rule may inherit from).
         ctx: The worker's copy of the round's context.
     """
 
-    config: KernelDiscoveryConfig
+    options: FitOptions
     start_rule: StartRule | None
     cands: list[KernelCandidate]
     members: list[KernelCandidate]
@@ -209,8 +209,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     process), as :meth:`~.fitting.KernelFitter.fit_all` fits in the surrogate's process,
     without the slow-fit rule (the round applies it over all its fits)."""
     watch = Stopwatch()
-    config = job.config.model_copy(update={"fit_workers": 1})
-    fitter = KernelFitter(config, fresh_model_builder(), job.start_rule)
+    fitter = KernelFitter(job.options, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
     models = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
     fitted = {
@@ -251,24 +250,23 @@ class BackgroundFits:
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
     ) -> PendingFits:
-        job = BackgroundJob(fitter.config, fitter.start_rule, list(cands), list(members), ctx)
+        job = BackgroundJob(fitter.options, fitter.start_rule, list(cands), list(members), ctx)
         future: Future[BackgroundResult] | None = None
         if job.cands:
             worker_job = BackgroundJob(
-                job.config, job.start_rule, job.cands, job.members, ctx.for_worker()
+                job.options, job.start_rule, job.cands, job.members, ctx.for_worker()
             )
             try:
                 future = shared_pool(1, user=self.user).submit(fit_round_in_worker, worker_job)
             except SUBMIT_FAILURES as e:  # the fits then run here, when waited for
                 logger.info("background fits could not start (%r); fitting in process", e)
-        return _PendingBackground(fitter.config, job, future)
+        return _PendingBackground(job, future)
 
 
 @dataclass
 class _PendingBackground:
     """A :class:`BackgroundJob` in a worker (``future``; ``None``: to be fitted here)."""
 
-    config: KernelDiscoveryConfig
     job: BackgroundJob
     future: Future[BackgroundResult] | None
     deferred: bool = True
@@ -307,7 +305,7 @@ class _PendingBackground:
                     build, ctx.dataset, ctx.search_space_digest, fit.config, fit.state, False
                 )
         elif job.cands:
-            fitter = KernelFitter(self.config, build, job.start_rule)
+            fitter = KernelFitter(job.options, build, job.start_rule)
             with timer.phase("fit_and_score", add=True):
                 fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
         return Fits(fitted, builders)

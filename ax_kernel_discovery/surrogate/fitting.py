@@ -29,10 +29,10 @@ from torch import Tensor
 
 from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.errors import is_kernel_failure, rejection_stage
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.inheritance import inherited_parameters
+from ax_kernel_discovery.options import FitOptions
 from ax_kernel_discovery.selection import best_points, num_hyperparameters, prior_covariance
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.round_record import Stopwatch
@@ -150,32 +150,33 @@ class KernelFitter:
     """The fit and score steps of a round of kernel discovery.
 
     Args:
-        config: The surrogate's settings.
+        options: The settings it reads (the config's
+            :meth:`~ax_kernel_discovery.config.KernelDiscoveryConfig.fit_options`).
         build_model: Builds and fits one kernel's GP (:class:`ModelBuilder`).
         start_rule: How a kernel without a warm start begins its fit (:data:`StartRule`;
-            default: :func:`inherit_from_members` when ``config.inherit_parameters``).
+            default: :func:`inherit_from_members` when ``options.inherit_parameters``).
     """
 
     def __init__(
         self,
-        config: KernelDiscoveryConfig,
+        options: FitOptions,
         build_model: ModelBuilder,
         start_rule: StartRule | None = None,
     ) -> None:
-        self.config = config
+        self.options = options
         self.build_model = build_model
         self._start_rule = start_rule
 
     @property
     def start_rule(self) -> StartRule | None:
-        """The start rule given, else the one ``config.inherit_parameters`` asks for."""
+        """The start rule given, else the one ``options.inherit_parameters`` asks for."""
         if self._start_rule is not None:
             return self._start_rule
-        return inherit_from_members if self.config.inherit_parameters else None
+        return inherit_from_members if self.options.inherit_parameters else None
 
     @start_rule.setter
     def start_rule(self, rule: StartRule | None) -> None:
-        """Give the rule (``None``: the one ``config.inherit_parameters`` asks for)."""
+        """Give the rule (``None``: the one ``options.inherit_parameters`` asks for)."""
         self._start_rule = rule
 
     def fit_all(
@@ -206,7 +207,7 @@ class KernelFitter:
         """
         models: dict[str, FittedKernel] = {}
         rec, warm = ctx.rec, ctx.state.warm
-        halving = self.halving(ctx) and len(cands) > self.config.halving_keep
+        halving = self.halving(ctx) and len(cands) > self.options.halving_keep
         rec.selection = "halving" if halving else "full"
         warm_before = dict(warm) if halving else {}
         screened: set[str] = set()
@@ -216,8 +217,8 @@ class KernelFitter:
             jobs.append(
                 (
                     cand,
-                    not screen or self.config.halving_screen_maxiter > 0,
-                    self.config.halving_screen_maxiter if screen else None,
+                    not screen or self.options.halving_screen_maxiter > 0,
+                    self.options.halving_screen_maxiter if screen else None,
                 )
             )
             if screen:
@@ -235,7 +236,7 @@ class KernelFitter:
         # best screened members (a screen scores last round's fit, which has not seen the
         # newest batch, so under lbo_crps it trails every refitted kernel's score).
         ranked = sorted(screened, key=lambda k: models[k].score)
-        finalists = ranked[: self.config.halving_keep]
+        finalists = ranked[: self.options.halving_keep]
         by_name = {c.name: c for c in cands}
         for name in finalists:
             warm[name] = warm_before[name]
@@ -257,7 +258,7 @@ class KernelFitter:
         """``converge_chosen`` in a round that chose from its fits: fit the chosen
         members on to convergence from this round's fits (``models`` is updated; a fit
         that fails keeps the round's fit)."""
-        if not self.config.converge_chosen or self.config.fit_maxiter is None:
+        if not self.options.converge_chosen or self.options.fit_maxiter is None:
             return
         by_name = {c.name: c for c in cands}
         for name in names:
@@ -279,14 +280,14 @@ class KernelFitter:
         slower than its peers (it also slows every acquisition step) is refused.
         """
         rec = ctx.rec
-        timeout = self.config.fit_timeout
+        timeout = self.options.fit_timeout
         seconds = {k: v.refit_seconds for k, v in models.items() if v.refit_seconds is not None}
         if timeout is None or not seconds:
             return models
         rec.fit_capped += [
             k for k, t in seconds.items() if t >= timeout and k not in rec.fit_capped
         ]
-        limit = max(timeout, self.config.slow_fit_factor * min(seconds.values()))
+        limit = max(timeout, self.options.slow_fit_factor * min(seconds.values()))
         for name, elapsed in seconds.items():
             if elapsed > limit:
                 models.pop(name)  # the round then drops it (and its warm start)
@@ -295,25 +296,25 @@ class KernelFitter:
                         name=name,
                         stage="timeout",
                         reason=f"fit took {elapsed:.1f}s > {limit:.1f}s (fit_timeout="
-                        f"{self.config.fit_timeout}s, {self.config.slow_fit_factor}x the "
+                        f"{self.options.fit_timeout}s, {self.options.slow_fit_factor}x the "
                         "fastest fit)",
                     )
                 )
         return models
 
     def halving(self, ctx: RoundContext) -> bool:
-        """Whether this round selects by successive halving (``config.selection``).
+        """Whether this round selects by successive halving (``options.selection``).
 
         ``auto`` halves when the outcome's last round had ``n_last`` points and this one
         adds at most ``halving_max_new_fraction * n_last``: a member's hyperparameters
         then barely move, so its score at last round's hyperparameters ranks it as a refit
         would.
         """
-        if self.config.selection != "auto":
-            return self.config.selection == "halving"
+        if self.options.selection != "auto":
+            return self.options.selection == "halving"
         last = ctx.past[-1].n if ctx.past else None
         n = ctx.rec.n
-        return last is not None and 0 <= n - last <= self.config.halving_max_new_fraction * last
+        return last is not None and 0 <= n - last <= self.options.halving_max_new_fraction * last
 
     def _score_blocks(self, ctx: RoundContext, n: int) -> list[Tensor] | None:
         """The last ``score_batches`` BO batches of the outcome, as row indices, for a
@@ -327,7 +328,7 @@ class KernelFitter:
         initial design is never a batch; before the first BO batch there is none
         (``None``: LOO-CRPS).
         """
-        if not self.config.selection_rule().scores_batches:
+        if not self.options.selection_rule().scores_batches:
             return None
         rows, seen = ctx.rows, ctx.state.row_rounds
         if rows is not None and len(rows.keys) == n and seen:
@@ -338,11 +339,11 @@ class KernelFitter:
                 if r is not None and r > first:
                     by_round.setdefault(r, []).append(i)
             keyed = [torch.tensor(by_round[r]) for r in sorted(by_round)]
-            return keyed[-self.config.score_batches :] or None
+            return keyed[-self.options.score_batches :] or None
         edges = sorted({r.n for r in ctx.past if r.n < n})
         edges.append(n)
         blocks = [torch.arange(a, b) for a, b in zip(edges, edges[1:], strict=False)]
-        return blocks[-self.config.score_batches :] or None
+        return blocks[-self.options.score_batches :] or None
 
     def fit_and_score(
         self,
@@ -384,11 +385,11 @@ class KernelFitter:
         converge: bool = False,
     ) -> FitJob:
         """Where ``cand``'s fit starts and how many steps it gets (see :meth:`fit_and_score`)."""
-        warm = ctx.state.warm.get(cand.name) if self.config.warm_start else None
+        warm = ctx.state.warm.get(cand.name) if self.options.warm_start else None
         start = None
-        if warm is None and self.config.warm_start and self.start_rule is not None:
+        if warm is None and self.options.warm_start and self.start_rule is not None:
             start = self.start_rule(cand, members, ctx.state.warm, ctx.dim)
-        maxiter = self.config.fit_maxiter if maxiter is None else maxiter
+        maxiter = self.options.fit_maxiter if maxiter is None else maxiter
         if converge:
             maxiter = None
         elif maxiter is not None and warm is None and not (start and start.warm_steps):
@@ -398,7 +399,9 @@ class KernelFitter:
             warm = start.parameters
             if start.label:
                 ctx.rec.fit_starts[start.label] = ctx.rec.fit_starts.get(start.label, 0) + 1
-        config = candidate_model_config(cand, self.config.fit_timeout, maxiter, MEMBER_FIT_ATTEMPTS)
+        config = candidate_model_config(
+            cand, self.options.fit_timeout, maxiter, MEMBER_FIT_ATTEMPTS
+        )
         return FitJob(cand.name, config, warm, refit)
 
     def _fit_jobs(
@@ -485,22 +488,22 @@ class KernelFitter:
         try:
             with torch.no_grad():
                 K, y = prior_covariance(model)
-                top_k, sign = self.config.score_top_k, ctx.sign
+                top_k, sign = self.options.score_top_k, ctx.sign
                 if top_k is not None and sign:
                     values = torch.as_tensor(model.train_targets).reshape(-1) * sign
                     K, y = best_points(K, y, values, top_k)
                 covar = model.covar_module
-                value = self.config.selection_rule().fit_score(
+                value = self.options.selection_rule().fit_score(
                     K,
                     y,
                     num_hyperparameters(covar),  # type: ignore[arg-type]
                     blocks=self._score_blocks(ctx, K.shape[-1]),
                 )
         except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
-            stage = rejection_stage(e, "fit", f"scoring ({self.config.criterion})")
+            stage = rejection_stage(e, "fit", f"scoring ({self.options.criterion})")
             return self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage)
         if not math.isfinite(value):
-            return self._reject(cand, ctx, f"non-finite {self.config.criterion} score")
+            return self._reject(cand, ctx, f"non-finite {self.options.criterion} score")
         ctx.rec.timer().record(f"fit:{cand.name}", watch, add=True)
         ctx.state.warm[cand.name] = warm_parameters(model)
         return FittedKernel(model, config, value, refit_seconds)

@@ -20,7 +20,7 @@ Example:
     >>> pop = fake_population({"A": forecasts([[0.5, 0.7]]), "B": forecasts([[0.4, 0.6]])})
     >>> ctx = round_context(pop, past=1)
     >>> config = KernelDiscoveryConfig(guard_rounds=0, tie_break="none", keep_kernels=())
-    >>> Chooser(config).select(fitted_kernels({"A": 0.0, "B": 1.0}), ctx).names
+    >>> Chooser(config.choice_options()).select(fitted_kernels({"A": 0.0, "B": 1.0}), ctx).names
     ['B']
 """
 

@@ -15,7 +15,9 @@ from ax_kernel_discovery.surrogate.round_record import RoundRecord
 def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    admission = CandidateAdmission(KernelDiscoveryConfig(max_kernel_memory_gb=8.0))
+    admission = CandidateAdmission(
+        KernelDiscoveryConfig(max_kernel_memory_gb=8.0).admission_options()
+    )
     pop = Population(start_candidates(), size=8)
     rec = RoundRecord(round=0, outcome="f", n=20, dim=6)
     admission.admit([], pop, 6, rec)  # the members' signatures: cached from now on
@@ -35,7 +37,7 @@ def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
 
 
 def test_a_tree_that_cannot_be_built_is_rejected_with_the_builds_error() -> None:
-    admission = CandidateAdmission(KernelDiscoveryConfig())
+    admission = CandidateAdmission(KernelDiscoveryConfig().admission_options())
     pop = Population(start_candidates(), size=8)
     rec = RoundRecord(round=0, outcome="f", n=20, dim=6)
     bad = KernelCandidate(name="bad", formula="?", origin="offline", spec={"kernel": "nope"})

@@ -23,6 +23,7 @@ from gpytorch.kernels import RBFKernel
 from ax_kernel_discovery import KernelDiscoveryConfig, KernelDiscoverySurrogate
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.mixture import KernelMixtureModel
+from ax_kernel_discovery.options import ChoiceOptions
 from ax_kernel_discovery.population import HeldOut, Population
 from ax_kernel_discovery.selection import num_hyperparameters
 from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Chooser, EarlyChoice
@@ -292,7 +293,8 @@ def _tie_case(lead: list[list[float]], other: list[list[float]]) -> list[str]:
         member.heldout = held([[50.0] * 4] * 3, 0)
     pop.get("SL").heldout = held(lead, 3 - len(lead))
     pop.get("RBF").heldout = held(other, 3 - len(other))
-    order, _ = Chooser(s.config).choice_order(SimpleNamespace(population=pop, dim=DIM))  # type: ignore[arg-type]
+    ctx = SimpleNamespace(population=pop, dim=DIM)
+    order, _ = Chooser(s.config.choice_options()).choice_order(ctx)  # type: ignore[arg-type]
     return order
 
 
@@ -332,6 +334,11 @@ def _config(**fields: object) -> KernelDiscoveryConfig:
     return KernelDiscoveryConfig(**{**base, **fields})  # type: ignore[arg-type]
 
 
+def _choice(**fields: object) -> ChoiceOptions:
+    """The chooser's options of :func:`_config` with ``fields``."""
+    return _config(**fields).choice_options()
+
+
 def _random_population(rng: random.Random) -> Population:
     """The start set and up to three discovered leaves, each member with 0-3 forecasts
     of the last batches (rounds 0-2, 3-5 points each, as many for every member); the
@@ -363,7 +370,7 @@ def test_the_choice_before_the_fits_is_the_choice_after_them(seed: int) -> None:
             heldout_score=rng.choice(["log", "crps"]),
             score_batches=rng.randint(1, 3),
         )
-        chooser, ctx = Chooser(config), round_context(pop, past=3, dim=3)
+        chooser, ctx = Chooser(config.choice_options()), round_context(pop, past=3, dim=3)
         early = chooser.choice_before_fits(ctx)
         forecast = [m.name for m in pop if m.heldout]
         if not forecast:
@@ -385,7 +392,7 @@ def test_the_choice_before_the_fits_is_the_choice_after_them(seed: int) -> None:
 @pytest.mark.parametrize(("kind", "window"), [("log", 1), ("log", 3), ("crps", 2)])
 def test_the_heldout_ranking_is_the_mean_of_the_windows_batch_means(kind: str, window: int) -> None:
     pop = _random_population(random.Random(7))
-    chooser = Chooser(_config(tie_break="none", heldout_score=kind, score_batches=window))
+    chooser = Chooser(_choice(tie_break="none", heldout_score=kind, score_batches=window))
     order, losses = chooser.choice_order(round_context(pop, past=3))
     expected = {}
     for member in pop:
@@ -399,7 +406,7 @@ def test_the_heldout_ranking_is_the_mean_of_the_windows_batch_means(kind: str, w
 
 def test_the_guard_rounds_hand_on_axs_default_whatever_the_forecasts() -> None:
     pop = fake_population({"RBF": forecasts([[0.5, 0.6]]), "SL": forecasts([[0.1, 0.2]])})
-    chooser = Chooser(_config(guard_rounds=2))
+    chooser = Chooser(_choice(guard_rounds=2))
     models = fitted_kernels({"RBF": 0.3, "SL": 0.7})
     for past in (0, 1):
         ctx = round_context(pop, past=past)
@@ -413,11 +420,11 @@ def test_the_guard_rounds_hand_on_axs_default_whatever_the_forecasts() -> None:
 def test_without_forecasts_or_under_another_criterion_the_fit_scores_decide() -> None:
     models = fitted_kernels({"RBF": 0.3, "RQ": 0.2, "SL": 0.7})
     fresh = fake_population({"RBF": [], "RQ": [], "SL": []})
-    chooser = Chooser(_config())
+    chooser = Chooser(_choice())
     assert chooser.choice_before_fits(round_context(fresh, past=1)) is None
     assert chooser.select(models, round_context(fresh, past=1)).names == ["RQ"]
     forecast = fake_population({"RBF": [], "RQ": forecasts([[2.0]]), "SL": forecasts([[0.1]])})
-    chooser = Chooser(_config(criterion="lbo_crps"))  # the forecasts do not count
+    chooser = Chooser(_choice(criterion="lbo_crps"))  # the forecasts do not count
     assert chooser.choice_before_fits(round_context(forecast, past=1)) is None
     assert chooser.select(models, round_context(forecast, past=1)).names == ["RQ"]
 
@@ -434,7 +441,7 @@ def test_a_mixture_weighs_the_best_members_by_their_forecasts_on_common_points(
     pop = fake_population(
         {"A": forecasts([[0.5, 0.5]]), "B": forecasts([[b, b]]), "C": forecasts([[5.0, 5.0]])}
     )
-    chooser = Chooser(_config(tie_break="none", mixture_top_k=2, mixture_weights=weights))
+    chooser = Chooser(_choice(tie_break="none", mixture_top_k=2, mixture_weights=weights))
     ctx = round_context(pop, past=1)
     assert chooser.choice_before_fits(ctx) is None  # a mixture needs the fits
     choice = chooser.select(fitted_kernels({"A": 0.9, "B": 0.1, "C": 0.0}), ctx)
@@ -456,7 +463,7 @@ def _tied(other: list[list[float]], kind: str = "log", lead: list[list[float]] =
             "RBF": forecasts(other, last_round=2, crps=crps.get("RBF")),
         }
     )
-    chooser = Chooser(_config(tie_break="cost", heldout_score=kind, score_batches=3))
+    chooser = Chooser(_choice(tie_break="cost", heldout_score=kind, score_batches=3))
     sl, rbf = pop.get("SL"), pop.get("RBF")
     return chooser.tied_with(
         sl, rbf, sl.heldout_loss(kind, 3) or 0.0, rbf.heldout_loss(kind, 3) or 0.0
@@ -497,14 +504,14 @@ def test_the_cost_rule_puts_the_cheapest_tied_member_first() -> None:
             "RQ": forecasts([[3.0] * 4]),
         }
     )
-    chooser = Chooser(_config(tie_break="cost"))
+    chooser = Chooser(_choice(tie_break="cost"))
     ctx = round_context(pop, past=1, dim=4)
     cost = {m.name: chooser.acquisition_cost(m.candidate, 4) for m in pop}
     assert cost["RBF"] < cost["SL"] and cost["RBF"] < cost["BOCK"]
     order, _ = chooser.choice_order(ctx)
     tied = sorted(["SL", "BOCK", "RBF"], key=lambda n: (*cost[n], pop.get(n).heldout_loss(), n))
     assert order == [*tied, "RQ"] and order[0] == "RBF"
-    none_order, _ = Chooser(_config(tie_break="none")).choice_order(ctx)
+    none_order, _ = Chooser(_choice(tie_break="none")).choice_order(ctx)
     assert none_order == ["SL", "BOCK", "RBF", "RQ"]
 
 
@@ -519,6 +526,6 @@ def test_parsimony_takes_the_smallest_kernel_within_the_tolerance() -> None:
     assert {k: num_hyperparameters(v.model.covar_module) for k, v in models.items()} == sizes  # type: ignore[union-attr]
     ctx = round_context(fake_population({k: [] for k in sizes}), past=1, X=X, Y=Y)
     for tol, chosen in [(0.0, "A"), (0.01, "A"), (0.05, "B"), (0.25, "B")]:
-        chooser = Chooser(_config(criterion="loo_crps", parsimony_tolerance=tol))
+        chooser = Chooser(_choice(criterion="loo_crps", parsimony_tolerance=tol))
         assert chooser.choose(models) == chosen
         assert chooser.select(models, ctx).names == [chosen]

@@ -76,7 +76,7 @@ def _context(pop: Population, n: int = 14) -> RoundContext:
 
 def test_the_fitter_fits_and_scores_with_any_model_builder() -> None:
     config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=20, guard_rounds=0)
-    fitter = KernelFitter(config, build)
+    fitter = KernelFitter(config.fit_options(), build)
     pop = Population(start_candidates()[:3], size=3)
     ctx = _context(pop)
     models = fitter.fit_all([m.candidate for m in pop], ctx)
@@ -89,9 +89,9 @@ def test_the_fitter_fits_and_scores_with_any_model_builder() -> None:
         assert fitted.refit_seconds == ctx.rec.timings[f"refit:{name}"] > 0
         assert set(ctx.state.warm[name]) == {k for k, _ in fitted.model.named_parameters()}
     # the choice is another step's (choice.py): the best score, or Ax's default model
-    choice = Chooser(config).select(models, ctx)
+    choice = Chooser(config.choice_options()).select(models, ctx)
     assert choice.names == [min(models, key=lambda k: models[k].score)] and not choice.guarded
-    guarded = Chooser(config.model_copy(update={"guard_rounds": 1}))
+    guarded = Chooser(config.model_copy(update={"guard_rounds": 1}).choice_options())
     assert guarded.select(models, ctx).guarded  # the first BO round: Ax's default model
 
 
@@ -103,7 +103,7 @@ def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
         return FitStart({}, warm_steps=True, label="custom")
 
     config = KernelDiscoveryConfig(fit_maxiter=5)
-    fitter = KernelFitter(config, build, start_rule=rule)
+    fitter = KernelFitter(config.fit_options(), build, start_rule=rule)
     pop = Population(start_candidates()[:1], size=2)
     ctx = _context(pop)
     ctx.state.warm["RBF"] = {}
@@ -111,8 +111,10 @@ def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
     fitter.fit_and_score(new, ctx, members=[pop.get("RBF").candidate])
     assert seen == [("Matern52", ["RBF"], ["RBF"])]
     assert ctx.rec.fit_starts == {"custom": 1} and "custom" not in ctx.rec.timings
-    assert KernelFitter(config, build).start_rule is None  # inherit_parameters is off
-    assert KernelFitter(config.model_copy(update={"inherit_parameters": True}), build).start_rule
+    assert KernelFitter(config.fit_options(), build).start_rule is None  # inherit_parameters is off
+    assert KernelFitter(
+        config.model_copy(update={"inherit_parameters": True}).fit_options(), build
+    ).start_rule
 
 
 def test_a_worker_fit_returns_the_exact_state_or_the_error() -> None:
@@ -131,7 +133,9 @@ def test_a_worker_fit_returns_the_exact_state_or_the_error() -> None:
 def test_members_are_fitted_with_kds_attempts() -> None:
     config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=5, guard_rounds=0)
     pop = Population(start_candidates()[:1], size=1)
-    models = KernelFitter(config, build).fit_all([m.candidate for m in pop], _context(pop))
+    models = KernelFitter(config.fit_options(), build).fit_all(
+        [m.candidate for m in pop], _context(pop)
+    )
     fit_options = models["RBF"].config.mll_options["fit_options"]
     assert fit_options["max_attempts"] == MEMBER_FIT_ATTEMPTS
 
@@ -225,7 +229,9 @@ def test_a_kernel_that_fails_numerically_is_a_rejection_even_in_strict_mode(
     error: Exception,
 ) -> None:
     ctx = _context(Population(start_candidates()[:1], size=1))
-    fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5), _raising_builder(error))
+    fitter = KernelFitter(
+        KernelDiscoveryConfig(fit_maxiter=5).fit_options(), _raising_builder(error)
+    )
     assert fitter.fit_and_score(start_candidates()[0], ctx) is None
     (rejection,) = ctx.rec.rejected
     assert rejection.stage == "fit" and type(error).__name__ in rejection.reason
@@ -241,7 +247,7 @@ def test_a_kernel_whose_own_code_raises_is_a_rejection_even_in_strict_mode() -> 
     )
     cand = KernelCandidate(name="raising", formula="k", origin="discovery", code=code)
     ctx = _context(Population(start_candidates()[:1], size=1))
-    fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5), build)
+    fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5).fit_options(), build)
     assert fitter.fit_and_score(cand, ctx) is None
     (rejection,) = ctx.rec.rejected
     assert rejection.stage == "fit" and "TypeError" in rejection.reason
@@ -267,7 +273,7 @@ def test_a_bug_in_the_criterion_raises_in_strict_mode(monkeypatch: pytest.Monkey
     config = KernelDiscoveryConfig(criterion="loo_crps", fit_maxiter=5)
     pop = Population(start_candidates()[:2], size=2)
     with pytest.raises(ZeroDivisionError):
-        KernelFitter(config, build).fit_all([m.candidate for m in pop], _context(pop))
+        KernelFitter(config.fit_options(), build).fit_all([m.candidate for m in pop], _context(pop))
 
 
 def test_a_bug_in_the_criterion_warns_and_is_recorded_in_a_users_run(
@@ -281,7 +287,7 @@ def test_a_bug_in_the_criterion_warns_and_is_recorded_in_a_users_run(
         strict_errors(False),
         pytest.warns(UnexpectedErrorWarning, match=r"scoring \(loo_crps\): ZeroDivisionError"),
     ):
-        models = KernelFitter(config, build).fit_all([m.candidate for m in pop], ctx)
+        models = KernelFitter(config.fit_options(), build).fit_all([m.candidate for m in pop], ctx)
     assert set(models) == {"Matern52", "RQ"}  # the round goes on with the others
     (rejection,) = ctx.rec.rejected
     assert (rejection.name, rejection.stage) == ("RBF", UNEXPECTED)
