@@ -131,7 +131,9 @@ def test_a_fit_is_timed_by_the_round_timer(ticks: list[float]) -> None:
         search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * dim),
         rec=RoundRecord(round=0, outcome="f", n=8, dim=dim),
     )
-    fitted = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5), _builder).fit_and_score(cand, ctx)
+    fitted = KernelFitter(
+        KernelDiscoveryConfig(fit_maxiter=5).fit_options(), _builder
+    ).fit_and_score(cand, ctx)
     assert fitted is not None and fitted.refit_seconds == 1.0
     assert ctx.rec.timings == {f"refit:{cand.name}": 1.0, f"fit:{cand.name}": 2.0}
 
