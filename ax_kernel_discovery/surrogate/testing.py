@@ -39,6 +39,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from torch import Tensor
 
 from ax_kernel_discovery.candidate import KernelCandidate
+from ax_kernel_discovery.errors import KernelFailure
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import START_SET, HeldOut, Population, base_candidate
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
@@ -234,7 +235,7 @@ class TinyGPBuilder:
     ) -> Model:
         self.calls.append((model_config.name, int(dataset.X.shape[0]), refit))
         if model_config.name in self.fail:
-            raise RuntimeError(f"{model_config.name} cannot be built")
+            raise KernelFailure(f"{model_config.name} cannot be built")  # a kernel's failure
         model = tiny_gp(dataset.X, dataset.Y, dataset.Yvar)
         if state_dict is not None:
             model.load_state_dict(dict(state_dict), strict=False)
