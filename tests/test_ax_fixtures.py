@@ -90,6 +90,40 @@ def _compare(experiment: Any) -> str | None:
     return None
 
 
+#: One fixture of each kind, by (kind, index): single objective with a choice parameter
+#: and a parameter constraint; multi-objective with outcome constraints and a fixed
+#: parameter; multi-objective, range parameters only; batch trials with a status quo and
+#: relative constraints, single- and multi-objective.
+ONE_OF_EACH = [("offline", 0), ("offline", 4), ("offline", 19), ("online", 0), ("online", 4)]
+
+
+def _features(experiment: Any) -> set[str]:
+    config = experiment.optimization_config
+    kinds = {type(p).__name__ for p in experiment.parameters.values()}
+    features = {"moo" if config.is_moo_problem else "single"} | kinds
+    if config.outcome_constraints:
+        features.add("outcome constraints")
+    if experiment.search_space.parameter_constraints:
+        features.add("parameter constraints")
+    if any(type(t).__name__ == "BatchTrial" for t in experiment.trials.values()):
+        features.add("batch trials")
+    if experiment.status_quo is not None:
+        features.add("status quo")
+    return features
+
+
+@pytest.mark.parametrize(("kind", "index"), ONE_OF_EACH)
+def test_kd_generates_where_ax_does_on_one_fixture_of_each_kind(kind: str, index: int) -> None:
+    assert _compare(_experiments(kind)[index]) is None
+
+
+def test_one_of_each_kind_holds_every_feature_of_the_matrix() -> None:
+    every = set().union(*(_features(e) for k in ("offline", "online") for e in _experiments(k)))
+    chosen = set().union(*(_features(_experiments(k)[i]) for k, i in ONE_OF_EACH))
+    assert chosen == every, every - chosen
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["offline", "online"])
 def test_kd_generates_where_ax_does_with_the_same_acquisition(kind: str) -> None:
     experiments = _experiments(kind)

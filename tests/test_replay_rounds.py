@@ -302,6 +302,7 @@ def test_fixtures_are_checked_against_the_study_and_limited_per_problem(
         rr.select_fixtures(fixtures, rounds=0)
 
 
+@pytest.mark.slow  # a benchmark script's feature: replays every kernel of a round twice
 def test_replay_agreement_compares_a_setting_with_the_default_on_a_recorded_round(
     benchmark_script: Callable[[str], ModuleType],
 ) -> None:

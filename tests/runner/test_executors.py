@@ -48,6 +48,7 @@ def test_local_processes(tmp_path: Path) -> None:
         assert json.loads(Path(o["path"]).read_text())["torch_threads"] == 1
 
 
+@pytest.mark.slow  # an optional backend; test_local_processes covers the executor protocol
 def test_dask_local_cluster(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     summaries = sweep(

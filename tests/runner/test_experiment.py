@@ -196,7 +196,15 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
     assert [c["chosen"] for c in done["chosen_kernels"]] == [h.chosen for h in surrogate.history]
 
 
-@pytest.mark.parametrize("method", ["kd", "ax_default", "bock"])
+# kd's run in the default suite; the baselines' (the same runner code) in the slow session
+@pytest.mark.parametrize(
+    "method",
+    [
+        "kd",
+        pytest.param("ax_default", marks=pytest.mark.slow),
+        pytest.param("bock", marks=pytest.mark.slow),
+    ],
+)
 def test_a_seed_gives_one_run_and_a_resumed_run_continues_it_exactly(
     method: str, tmp_path: Path
 ) -> None:

@@ -38,14 +38,18 @@ DIGEST = SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM)
 
 
 def _run(
-    mode: str, fields: Mapping[str, Any] | None = None, **kwargs: Any
+    mode: str,
+    fields: Mapping[str, Any] | None = None,
+    sizes: Sequence[int] = SIZES,
+    **kwargs: Any,
 ) -> tuple[KernelDiscoverySurrogate, list[dict[str, Any]]]:
-    """Four rounds; after each, the saved state (which completes a background round)."""
+    """A round per size (four by default); after each, the saved state (which completes a
+    background round)."""
     config = KernelDiscoveryConfig(background_fits=mode, **{**SETTINGS, **(fields or {})})  # type: ignore[arg-type]
     s = KernelDiscoverySurrogate(config, **kwargs)
     s.state.objective_weights = {"f": -1.0}
     states = []
-    for n in SIZES:
+    for n in sizes:
         s.fit([_data(n)], DIGEST)
         states.append(s.state_dict_json())
     s.close()
@@ -256,9 +260,10 @@ def test_converge_chosen_fits_the_choice_to_convergence_and_the_others_by_their_
 
 
 def test_converge_chosen_in_the_background_equals_converge_chosen_in_process() -> None:
-    fields = {"converge_chosen": True}
-    off, off_states = _run("off", fields)
-    on, on_states = _run("on", fields)
+    # a guard round, then two rounds whose choice is converged while the others fit
+    fields = {"converge_chosen": True, "population_size": 4}
+    off, off_states = _run("off", fields, SIZES[:3])
+    on, on_states = _run("on", fields, SIZES[:3])
     _same_rounds(on_states, off_states)
     assert all(rec.timings["background_fits"] > 0 for rec in on.history)
 
@@ -266,7 +271,15 @@ def test_converge_chosen_in_the_background_equals_converge_chosen_in_process() -
 def test_converge_chosen_converges_a_choice_made_from_the_fits() -> None:
     # lbo_crps chooses from this round's fit scores: every member gets its 3 steps, the
     # choice is then fitted on to convergence before Ax gets it
-    fields = {**SETTINGS, "fit_maxiter": 3, "criterion": "lbo_crps", "guard_rounds": 0}
+    fields = {
+        **SETTINGS,
+        "population_size": 3,
+        "proposals_per_round": 0,
+        "fit_maxiter": 3,
+        "criterion": "lbo_crps",
+        "guard_rounds": 0,
+        "background_fits": "off",
+    }
     budget = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
     converged = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields, converge_chosen=True))  # type: ignore[arg-type]
     for s in (budget, converged):
