@@ -63,7 +63,7 @@ from torch import Tensor
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.round_record import RoundRecord, RoundTimer
 from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey, FitRows, RowKey, YMap
 
 __all__ = [
@@ -390,7 +390,7 @@ class RoundContext:
         state: Its :class:`OutcomeState` (updated in place by the steps).
         dataset: The training data Ax hands the surrogate this round.
         search_space_digest: Ax's digest of the search space.
-        rec: This round's record (the steps append what they did).
+        round: The round's index.
         history: The earlier rounds' records of this outcome, oldest first (the last
             ``history_limit`` rounds': decisions read :attr:`past`).
         sign: The objective weight of the outcome (``None``: not known yet).
@@ -401,19 +401,26 @@ class RoundContext:
         goal: Ax's optimization config of the fit, in the metrics' own units
             (derelativized; ``None``: not known), for the strike rule.
         first_seen: The round each row was first seen in, by any outcome's fit.
+        timings: The round's seconds, written by its one timer (:meth:`timer`); the
+            round's record is built from them.
     """
 
     outcome: str
     state: OutcomeState
     dataset: SupervisedDataset
     search_space_digest: SearchSpaceDigest
-    rec: RoundRecord
+    round: int
     history: Sequence[RoundRecord] = ()
     sign: float | None = None
     rows: FitRows | None = None
     earlier: Sequence[PastRound] | None = None
     goal: OptimizationConfig | None = None
     first_seen: Mapping[RowKey, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timer(self) -> RoundTimer:
+        """The round's one timer (it writes :attr:`timings`)."""
+        return RoundTimer(self.timings)
 
     @property
     def population(self) -> Population:
@@ -435,7 +442,7 @@ class RoundContext:
     def for_worker(self) -> RoundContext:
         """A copy of this context for fits in a worker process: what
         :meth:`~.fitting.KernelFitter.fit_all` reads (the population, the warm starts and
-        the rows' rounds, copied; the data, the history and the rounds), with a record of
+        the rows' rounds, copied; the data, the history and the rounds), with timings of
         its own and none of the state the fits do not read (fitted models, the strike's
         bookkeeping, the goal), so that it pickles small."""
         state = OutcomeState(
@@ -443,11 +450,10 @@ class RoundContext:
             warm=dict(self.state.warm),
             row_rounds=dict(self.state.row_rounds),
         )
-        rec = RoundRecord(round=self.rec.round, outcome=self.outcome, n=self.n, dim=self.dim)
         return dataclasses.replace(
             self,
             state=state,
-            rec=rec,
+            timings={},
             history=list(self.history),
             earlier=list(self.past),
             goal=None,
@@ -514,12 +520,11 @@ class SurrogateState:
         goal: OptimizationConfig | None = None,
     ) -> RoundContext:
         """The context of a round on ``dataset`` (its outcome's state, made with a
-        ``new_population`` on its first round; the record of the next round index; the
+        ``new_population`` on its first round; the next round index; the
         fit's ``goal`` and the round each row was first seen in, by any outcome)."""
         outcome = dataset.outcome_names[0]
-        n, dim = dataset.X.shape[0], dataset.X.shape[-1]
         if outcome not in self.outcomes:
-            self.outcomes[outcome] = OutcomeState(new_population(dim))
+            self.outcomes[outcome] = OutcomeState(new_population(dataset.X.shape[-1]))
         state = self.outcomes[outcome]
         history = [r for r in self.history if r.outcome == outcome]
         if rows is not None and history and not state.row_rounds:
@@ -529,7 +534,7 @@ class SurrogateState:
             state=state,
             dataset=dataset,
             search_space_digest=digest,
-            rec=RoundRecord(round=self.round_index, outcome=outcome, n=n, dim=dim),
+            round=self.round_index,
             history=history,
             sign=self.objective_weights.get(outcome),
             rows=rows,
