@@ -37,7 +37,8 @@ way to drop a member; :class:`SurrogateState` is everything a surrogate keeps (o
 :class:`OutcomeState` per outcome, the history, the round counter, the objectives), the one
 thing that is saved (:meth:`SurrogateState.to_json`, in format :data:`STATE_FORMAT`);
 :class:`RoundContext` is what the round's steps (admission, fitting, choice) are handed:
-an outcome's state plus the round's data and record.
+an outcome's state plus the round's data, index and timings (the steps return their
+results; the runner builds the round's record from them).
 """
 
 from __future__ import annotations
@@ -383,7 +384,8 @@ class OutcomeState:
 
 @dataclass
 class RoundContext:
-    """What one round's steps are handed: the outcome's state, its data and its record.
+    """What one round's steps are handed: the outcome's state, its data, its index and its
+    timings.
 
     Attributes:
         outcome: The modelled outcome.
@@ -570,7 +572,9 @@ class SurrogateState:
         everything is copied but last round's fitted models, which the copy shares."""
         return SurrogateState(
             {k: v.snapshot() for k, v in self.outcomes.items()},
-            list(self.history),  # a round's record is not changed once it is kept
+            # a kept record changes only by the acquisition's points (count_points),
+            # which come before the next fit: the records are shared
+            list(self.history),
             self.round_index,
             dict(self.objective_weights),
             [dict(row) for row in self.objective_matrix],
