@@ -418,6 +418,12 @@ def _record_writes(tree: ast.Module) -> Iterator[tuple[int, str]]:
                 and _a_field_of_a_record(func.value)
             ):
                 yield node.lineno, f"record field .{func.attr}(...)"
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in {"model_copy", "__setattr__"}
+                and _names_a_record(func.value)
+            ):
+                yield node.lineno, f"record.{func.attr}(...)"
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -477,6 +483,7 @@ def test_the_record_scan_finds_every_spelling() -> None:
         "ok = RoundRecord.model_validate(saved)\n"
         "ctx.population.add(c)\n"
         "rec.count_points('RBF', 2)\n"
+        "again = ctx.record.model_copy(update={'chosen': 'RQ'})\n"
     )
     found = sorted(what for _, what in _record_writes(ast.parse(source)))
     assert found == sorted(
@@ -490,5 +497,6 @@ def test_the_record_scan_finds_every_spelling() -> None:
             "record field =",
             "record field =",
             "RoundRecord.model_construct(...)",
+            "record.model_copy(...)",
         ]
     )
