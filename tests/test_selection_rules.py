@@ -41,7 +41,6 @@ from ax_kernel_discovery.selection_rules import (
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ax_kernel_discovery"
@@ -178,7 +177,7 @@ def _context(pop: Population, n: int = 10) -> RoundContext:
         state=OutcomeState(pop),
         dataset=SupervisedDataset(X, X[:, :1], feature_names=names, outcome_names=["f"]),
         search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * 2),
-        rec=RoundRecord(round=0, outcome="f", n=n, dim=2),
+        round=0,
     )
 
 
@@ -226,7 +225,7 @@ def test_a_registered_rule_is_usable_by_name_from_the_config(
     models: dict[str, FittedKernel] = {}
     loo: dict[str, float] = {}
     for member in pop:
-        fitted = fitter.fit_and_score(member.candidate, ctx, refit=False)
+        fitted = fitter.fit_and_score(member.candidate, ctx, refit=False).get(member.name)
         assert fitted is not None and fitted.model is not None
         with torch.no_grad():
             loo[member.name] = float(loo_crps(*prior_covariance(fitted.model)))

@@ -29,7 +29,7 @@ from ax_kernel_discovery.memory import probe_kernel_memory
 from ax_kernel_discovery.options import AdmissionOptions
 from ax_kernel_discovery.population import Population
 from ax_kernel_discovery.sandbox.validate import validate_candidate
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.steps import Admitted
 
 
 class CandidateAdmission:
@@ -54,18 +54,21 @@ class CandidateAdmission:
         candidates: list[KernelCandidate],
         pop: Population,
         dim: int,
-        rec: RoundRecord,
         n: int = 0,
         device: torch.device | str = "cpu",
-    ) -> list[KernelCandidate]:
+    ) -> Admitted:
         """The candidates that pass validation, the memory limit and deduplication.
 
         Validation and the dedup Gram matrices run on ``device``, the run's device, so
-        that a kernel is admitted on a GPU exactly when it works there. Every other
-        candidate is recorded in ``rec.rejected`` with its stage and reason.
+        that a kernel is admitted on a GPU exactly when it works there.
+
+        Returns:
+            The accepted candidates, and every other one's rejection with its stage and
+            reason, in the proposer's order.
         """
         device = str(device)
         accepted: list[KernelCandidate] = []
+        rejected: list[Rejection] = []
         points = reference_points(dim, n=40, seed=self.options.seed).to(device)
         for member in pop:
             if member.candidate.key not in self.signatures:
@@ -83,7 +86,7 @@ class CandidateAdmission:
                 or pop.has_key(cand.key)
                 or any(c.key == cand.key for c in accepted)
             ):
-                rec.rejected.append(
+                rejected.append(
                     Rejection(
                         name=cand.name,
                         stage="duplicate",
@@ -96,7 +99,7 @@ class CandidateAdmission:
                 cand, dim, factory=build, fit_timeout=self.options.fit_timeout, device=device
             )
             if not result.ok:
-                rec.rejected.append(
+                rejected.append(
                     Rejection(
                         name=cand.name,
                         stage=result.stage or "validation",
@@ -107,13 +110,13 @@ class CandidateAdmission:
                 continue
             memory = self.memory_rejection(cand, dim, n, build)
             if memory is not None:
-                rec.rejected.append(memory)
+                rejected.append(memory)
                 continue
             try:
                 sig = gram_signature(build(dim).to(device=device, dtype=torch.float64), points)
             except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
                 stage = rejection_stage(e, "validation", "the Gram signature")
-                rec.rejected.append(
+                rejected.append(
                     Rejection(name=cand.name, stage=stage, reason=f"could not build: {e!r}")
                 )
                 continue
@@ -130,7 +133,7 @@ class CandidateAdmission:
                 None,
             )
             if twin is not None:
-                rec.rejected.append(
+                rejected.append(
                     Rejection(
                         name=cand.name,
                         stage="duplicate",
@@ -141,7 +144,7 @@ class CandidateAdmission:
                 continue
             self.signatures[cand.key] = sig
             accepted.append(cand)
-        return accepted
+        return Admitted(tuple(accepted), tuple(rejected))
 
     def memory_rejection(
         self,

@@ -2,8 +2,9 @@
 
 A :class:`FitExecutor` fits kernels of a round (each by
 :meth:`~.fitting.KernelFitter.fit_all`, on the round's context) and hands back
-:class:`PendingFits`; their :meth:`~PendingFits.wait` gives the fitted kernels
-(:class:`Fits`). The round (:mod:`~ax_kernel_discovery.surrogate.runner`) is the same code whichever executor fits it:
+:class:`PendingFits`; their :meth:`~PendingFits.wait` gives the fitted kernels and their
+report (:class:`~.fitting.Fits`, with a :class:`~.steps.FitReport`): a worker's
+rejections and start counts come back as data, into the same report. The round (:mod:`~ax_kernel_discovery.surrogate.runner`) is the same code whichever executor fits it:
 
 * :class:`InProcessFits`: one after another in this process;
 * :class:`WorkerProcessFits`: side by side in ``fit_workers`` worker processes (the same
@@ -20,7 +21,7 @@ The workers are :mod:`.worker`'s fresh interpreters, one torch thread each.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,9 +34,10 @@ from torch import Tensor
 from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.options import FitOptions
-from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter, StartRule
+from ax_kernel_discovery.surrogate.fitting import Fits, FittedKernel, KernelFitter, StartRule
 from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.steps import FitReport
 from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, SUBMIT_FAILURES, shared_pool
 
 __all__ = [
@@ -52,20 +54,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fits:
-    """The fitted kernels of a round's fits.
-
-    Attributes:
-        models: The kernels that fitted, in the order they were given.
-        builders: Builders of the models fitted in a worker, by name (their
-            :attr:`FittedKernel.model` is ``None``: built when first read).
-    """
-
-    models: Mapping[str, FittedKernel]
-    builders: Mapping[str, Callable[[], Model]] = field(default_factory=dict)
 
 
 class PendingFits(Protocol):
@@ -125,7 +113,7 @@ class InProcessFits:
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
     ) -> PendingFits:
-        return _Done(Fits(fitter.fit_all(list(cands), ctx, members=members, drop_slow=False)))
+        return _Done(fitter.fit_all(list(cands), ctx, members=members, drop_slow=False))
 
 
 class WorkerProcessFits:
@@ -146,10 +134,10 @@ class WorkerProcessFits:
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
     ) -> PendingFits:
-        fitted = fitter.fit_all(
+        fits = fitter.fit_all(
             list(cands), ctx, members=members, drop_slow=False, workers=self.workers
         )
-        return _Done(Fits(fitted))
+        return _Done(fits)
 
 
 @dataclass
@@ -194,8 +182,8 @@ class BackgroundFit:
 @dataclass
 class BackgroundResult:
     """What a :class:`BackgroundJob` gives back: the fitted kernels (in the job's order),
-    the rejections, timings and start-rule counts its round record gathered, and its
-    seconds."""
+    the rejections and start-rule counts of its fits' report, the timings its copy of the
+    round's timer wrote, and its seconds."""
 
     fitted: dict[str, BackgroundFit]
     rejected: list[Rejection]
@@ -211,7 +199,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     watch = Stopwatch()
     fitter = KernelFitter(job.options, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
-    models = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
+    fits = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
     fitted = {
         name: BackgroundFit(
             warm=ctx.state.warm[name],
@@ -220,15 +208,15 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
             score=fit.score,
             refit_seconds=fit.refit_seconds,
         )
-        for name, fit in models.items()
+        for name, fit in fits.models.items()
         if fit.model is not None
     }
     return BackgroundResult(
         fitted=fitted,
-        rejected=list(ctx.rec.rejected),
-        timings=dict(ctx.rec.timings),
+        rejected=list(fits.report.rejected),
+        timings=dict(ctx.timings),
         seconds=watch.elapsed(),
-        fit_starts=dict(ctx.rec.fit_starts),
+        fit_starts=dict(fits.report.fit_starts),
     )
 
 
@@ -277,8 +265,7 @@ class _PendingBackground:
 
     def wait(self) -> Fits:
         ctx, job = self.job.ctx, self.job
-        rec = ctx.rec
-        timer = rec.timer()
+        timer = ctx.timer()
         result: BackgroundResult | None = None
         with timer.phase("background_wait"):
             if self.future is not None:
@@ -292,12 +279,12 @@ class _PendingBackground:
         build = fresh_model_builder()
         fitted: dict[str, FittedKernel] = {}
         builders: dict[str, Callable[[], Model]] = {}
+        report = FitReport()
         if result is not None:
             timer.record("background_fits", result.seconds)
-            rec.rejected.extend(result.rejected)
+            # the worker's report, as data: its rejections and start counts
+            report = FitReport(rejected=tuple(result.rejected), fit_starts=result.fit_starts)
             timer.update(result.timings)
-            for label, count in result.fit_starts.items():
-                rec.fit_starts[label] = rec.fit_starts.get(label, 0) + count
             for name, fit in result.fitted.items():
                 ctx.state.warm[name] = fit.warm
                 fitted[name] = FittedKernel(None, fit.config, fit.score, fit.refit_seconds)
@@ -307,5 +294,7 @@ class _PendingBackground:
         elif job.cands:
             fitter = KernelFitter(job.options, build, job.start_rule)
             with timer.phase("fit_and_score", add=True):
-                fitted.update(fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False))
-        return Fits(fitted, builders)
+                here = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
+            fitted.update(here.models)
+            report = here.report
+        return Fits(fitted, builders, report)

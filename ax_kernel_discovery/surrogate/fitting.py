@@ -5,9 +5,12 @@
 member and accepted candidate the Ax way (through a model builder, Ax's
 ``Surrogate._construct_model`` in a run), fits it (in full, by successive halving, or side
 by side in worker processes), scores it by the criterion and refuses fits far slower than
-the round's fastest. It chooses nothing (that is :mod:`.choice`) and reads and updates only
-the :class:`~ax_kernel_discovery.surrogate.state.RoundContext` it is handed (the outcome's
-warm starts and the round's record), so it is tested without an Ax surrogate.
+the round's fastest. It chooses nothing (that is :mod:`.choice`); it reads the
+:class:`~ax_kernel_discovery.surrogate.state.RoundContext` it is handed and updates only
+the outcome's warm starts (and times its fits on the round's timer), so it is tested
+without an Ax surrogate. Every fit returns :class:`Fits`: the fitted kernels and a
+:class:`~.steps.FitReport` of what else the fits found (rejections, start-rule counts,
+capped fits, the selection), from which the round's record is built.
 :func:`candidate_model_config` is the Ax ``ModelConfig`` of one candidate, also used by the
 fixed-kernel baselines and the kernel library.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import torch
@@ -37,6 +40,7 @@ from ax_kernel_discovery.selection import best_points, num_hyperparameters, prio
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext, warm_parameters
+from ax_kernel_discovery.surrogate.steps import FitReport
 from ax_kernel_discovery.surrogate.worker import CALL_FAILURES, shared_pool
 
 logger = logging.getLogger(__name__)
@@ -58,6 +62,27 @@ class FittedKernel(NamedTuple):
     config: ModelConfig
     score: float
     refit_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Fits:
+    """What fits returned: the fitted kernels and their report.
+
+    Attributes:
+        models: The kernels that fitted, in the order they were given.
+        builders: Builders of the models fitted in a worker, by name (their
+            :attr:`FittedKernel.model` is ``None``: built when first read).
+        report: What else the fits found (:class:`~.steps.FitReport`: the failed fits'
+            rejections, the start rule's counts, ...).
+    """
+
+    models: Mapping[str, FittedKernel] = field(default_factory=dict)
+    builders: Mapping[str, Callable[[], Model]] = field(default_factory=dict)
+    report: FitReport = field(default_factory=FitReport)
+
+    def get(self, name: str) -> FittedKernel | None:
+        """The fitted kernel ``name`` (``None``: it did not fit)."""
+        return self.models.get(name)
 
 
 #: Fit attempts of a population member (BoTorch's ``fit_gpytorch_mll`` tries 5 times): a
@@ -114,8 +139,8 @@ class FitStart:
         parameters: A (partial) state dict to start from.
         warm_steps: Fit with a warm start's step budget (``fit_maxiter``) instead of a
             cold start's (4x).
-        label: Counted in the round record's ``fit_starts`` under this key (``None``:
-            not counted).
+        label: Counted in the fits' ``fit_starts`` (:class:`~.steps.FitReport`) under this
+            key (``None``: not counted).
     """
 
     parameters: dict[str, Tensor]
@@ -186,7 +211,7 @@ class KernelFitter:
         members: Sequence[KernelCandidate] | None = None,
         drop_slow: bool = True,
         workers: int = 1,
-    ) -> dict[str, FittedKernel]:
+    ) -> Fits:
         """Fit and score every kernel: in full, or by successive halving.
 
         ``members`` are the round's kernels the start rule may inherit from (default:
@@ -204,11 +229,15 @@ class KernelFitter:
         same warm start, with the same number of steps) and scored again. Every finalist's
         score is thus the one full selection would give it; members that were only
         screened keep their screen hyperparameters and scores.
+
+        Returns:
+            The fitted kernels, in ``cands``' order, and the fits' report (with the
+            selection, ``"full"`` or ``"halving"``, and the finalists of a halving).
         """
         models: dict[str, FittedKernel] = {}
-        rec, warm = ctx.rec, ctx.state.warm
+        warm = ctx.state.warm
         halving = self.halving(ctx) and len(cands) > self.options.halving_keep
-        rec.selection = "halving" if halving else "full"
+        report = FitReport(selection="halving" if halving else "full")
         warm_before = dict(warm) if halving else {}
         screened: set[str] = set()
         jobs = []
@@ -225,13 +254,15 @@ class KernelFitter:
                 screened.add(cand.name)
         round_kernels = cands if members is None else members
         fits = self._fit_jobs(jobs, ctx, members=round_kernels, workers=workers)
-        for cand, fitted in zip(cands, fits, strict=True):
+        for cand, one in zip(cands, fits, strict=True):
+            report = report.then(one.report)
+            fitted = one.get(cand.name)
             if fitted is not None:
                 models[cand.name] = fitted
             else:
                 screened.discard(cand.name)
         if not halving:
-            return self.drop_slow_fits(models, ctx) if drop_slow else models
+            return self._ended(models, report, ctx, drop_slow)
         # New kernels were fitted as in full selection: the finalist slots go to the
         # best screened members (a screen scores last round's fit, which has not seen the
         # newest batch, so under lbo_crps it trails every refitted kernel's score).
@@ -240,13 +271,28 @@ class KernelFitter:
         by_name = {c.name: c for c in cands}
         for name in finalists:
             warm[name] = warm_before[name]
-            fitted = self.fit_and_score(by_name[name], ctx)
+            one = self.fit_and_score(by_name[name], ctx)
+            report = report.then(one.report)
+            fitted = one.get(name)
             if fitted is None:
                 models.pop(name)
             else:
                 models[name] = fitted
-        rec.finalists = len(finalists)
-        return self.drop_slow_fits(models, ctx) if drop_slow else models
+        report = report.then(FitReport(finalists=len(finalists)))
+        return self._ended(models, report, ctx, drop_slow)
+
+    def _ended(
+        self,
+        models: dict[str, FittedKernel],
+        report: FitReport,
+        ctx: RoundContext,
+        drop_slow: bool,
+    ) -> Fits:
+        """The fits of :meth:`fit_all`, after the slow-fit rule where it applies it."""
+        if not drop_slow:
+            return Fits(models, report=report)
+        kept = self.drop_slow_fits(models, ctx)
+        return Fits(kept.models, report=report.then(kept.report))
 
     def converge_choice(
         self,
@@ -254,44 +300,47 @@ class KernelFitter:
         names: Sequence[str],
         models: dict[str, FittedKernel],
         cands: Sequence[KernelCandidate],
-    ) -> None:
+    ) -> FitReport:
         """``converge_chosen`` in a round that chose from its fits: fit the chosen
         members on to convergence from this round's fits (``models`` is updated; a fit
-        that fails keeps the round's fit)."""
+        that fails keeps the round's fit). Returns the fits' report."""
+        report = FitReport()
         if not self.options.converge_chosen or self.options.fit_maxiter is None:
-            return
+            return report
         by_name = {c.name: c for c in cands}
         for name in names:
             if name in by_name and name in models:
-                fitted = self.fit_and_score(by_name[name], ctx, members=cands, converge=True)
+                one = self.fit_and_score(by_name[name], ctx, members=cands, converge=True)
+                report = report.then(one.report)
+                fitted = one.get(name)
                 if fitted is not None:
                     models[name] = fitted
+        return report
 
-    def drop_slow_fits(
-        self, models: dict[str, FittedKernel], ctx: RoundContext
-    ) -> dict[str, FittedKernel]:
-        """With a wall-clock cap (``fit_timeout``, opt-in): name the fits that reached it in
-        the record (``fit_capped``), and reject the kernels whose fit took more than
+    def drop_slow_fits(self, models: dict[str, FittedKernel], ctx: RoundContext) -> Fits:
+        """With a wall-clock cap (``fit_timeout``, opt-in): name the fits that reached it
+        (the report's ``fit_capped``), and reject the kernels whose fit took more than
         ``fit_timeout`` and more than ``slow_fit_factor`` times the round's fastest fit (a
         recorded ``timeout``). Without one (the default) nothing here reads the clock.
 
         The limit is relative so that a problem where every fit needs the time cap (a
         large n and D on a CPU) still has kernels to choose from, while a kernel far
         slower than its peers (it also slows every acquisition step) is refused.
+
+        Returns:
+            The kept kernels (``models``, updated in place) and the rule's report.
         """
-        rec = ctx.rec
         timeout = self.options.fit_timeout
         seconds = {k: v.refit_seconds for k, v in models.items() if v.refit_seconds is not None}
         if timeout is None or not seconds:
-            return models
-        rec.fit_capped += [
-            k for k, t in seconds.items() if t >= timeout and k not in rec.fit_capped
-        ]
+            return Fits(models)
+        capped = tuple(k for k, t in seconds.items() if t >= timeout)
+        rejected: list[Rejection] = []
         limit = max(timeout, self.options.slow_fit_factor * min(seconds.values()))
         for name, elapsed in seconds.items():
             if elapsed > limit:
                 models.pop(name)  # the round then drops it (and its warm start)
-                rec.rejected.append(
+                rejected.append(
                     Rejection(
                         name=name,
                         stage="timeout",
@@ -300,7 +349,7 @@ class KernelFitter:
                         "fastest fit)",
                     )
                 )
-        return models
+        return Fits(models, report=FitReport(rejected=tuple(rejected), fit_capped=capped))
 
     def halving(self, ctx: RoundContext) -> bool:
         """Whether this round selects by successive halving (``options.selection``).
@@ -313,7 +362,7 @@ class KernelFitter:
         if self.options.selection != "auto":
             return self.options.selection == "halving"
         last = ctx.past[-1].n if ctx.past else None
-        n = ctx.rec.n
+        n = ctx.n
         return last is not None and 0 <= n - last <= self.options.halving_max_new_fraction * last
 
     def _score_blocks(self, ctx: RoundContext, n: int) -> list[Tensor] | None:
@@ -353,7 +402,7 @@ class KernelFitter:
         maxiter: int | None = None,
         members: Sequence[KernelCandidate] = (),
         converge: bool = False,
-    ) -> FittedKernel | None:
+    ) -> Fits:
         """Build ``cand``'s GP (warm-started), fit it unless ``refit=False``, score it.
 
         A cold start gets 4 times ``fit_maxiter`` steps (``maxiter`` overrides
@@ -363,17 +412,21 @@ class KernelFitter:
         contains, :mod:`.inheritance`, still with a cold start's steps). ``converge``:
         no step budget, the fit runs to convergence (the member that drives the
         acquisition under ``converge_chosen``).
+
+        Returns:
+            The fitted kernel (none: its fit failed) and the fit's report (a failed fit's
+            rejection, the start rule's label).
         """
         job = self._prepare(cand, ctx, refit, maxiter, members, converge)
         watch = Stopwatch()
         try:
             model = _build_and_fit(self.build_model, ctx.dataset, ctx.search_space_digest, job)
         except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
-            return self._reject(cand, ctx, f"{type(e).__name__}: {e}", rejection_stage(e, "fit"))
+            return self._reject(cand, job, f"{type(e).__name__}: {e}", rejection_stage(e, "fit"))
         seconds = None
         if job.refit:
-            seconds = ctx.rec.timer().record(f"refit:{cand.name}", watch)
-        return self._score(cand, ctx, model, job.config, watch, seconds)
+            seconds = ctx.timer().record(f"refit:{cand.name}", watch)
+        return self._score(cand, ctx, model, job, watch, seconds)
 
     def _prepare(
         self,
@@ -395,14 +448,14 @@ class KernelFitter:
         elif maxiter is not None and warm is None and not (start and start.warm_steps):
             maxiter *= 4  # a cold start needs more iterations than a warm one
         refit = refit or warm is None
+        label = None
         if start is not None:
             warm = start.parameters
-            if start.label:
-                ctx.rec.fit_starts[start.label] = ctx.rec.fit_starts.get(start.label, 0) + 1
+            label = start.label or None
         config = candidate_model_config(
             cand, self.options.fit_timeout, maxiter, MEMBER_FIT_ATTEMPTS
         )
-        return FitJob(cand.name, config, warm, refit)
+        return FitJob(cand.name, config, warm, refit, label)
 
     def _fit_jobs(
         self,
@@ -410,7 +463,7 @@ class KernelFitter:
         ctx: RoundContext,
         members: Sequence[KernelCandidate],
         workers: int = 1,
-    ) -> list[FittedKernel | None]:
+    ) -> list[Fits]:
         """Fit and score ``(candidate, refit, maxiter)`` jobs, in ``workers`` worker
         processes where it can (a CPU run, no start rule), else one by one."""
         parallel = (
@@ -425,13 +478,13 @@ class KernelFitter:
             ]
         prepared = [(c, self._prepare(c, ctx, r, m, members), m) for c, r, m in jobs]
         pool = shared_pool(workers, user=self)
-        timer = ctx.rec.timer()
+        timer = ctx.timer()
         wall = Stopwatch()
         futures = [
             pool.submit(fit_in_worker, ctx.dataset, ctx.search_space_digest, job)
             for _, job, _ in prepared
         ]
-        out: list[FittedKernel | None] = []
+        out: list[Fits] = []
         for (cand, job, maxiter), future in zip(prepared, futures, strict=True):
             try:
                 state, seconds, error = future.result()
@@ -444,7 +497,7 @@ class KernelFitter:
                 )
                 continue
             if error is not None or state is None:
-                out.append(self._reject(cand, ctx, error or "no fitted state"))
+                out.append(self._reject(cand, job, error or "no fitted state"))
                 continue
             refit_seconds = None
             if job.refit:
@@ -456,31 +509,30 @@ class KernelFitter:
                 )
             except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
                 stage = rejection_stage(e, "fit", "rebuilding a worker's fit")
-                out.append(self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage))
+                out.append(self._reject(cand, job, f"{type(e).__name__}: {e}", stage))
                 continue
             # "fit:" counts the worker's fit and this rebuild, as a serial fit counts both
-            out.append(self._score(cand, ctx, model, job.config, watch, refit_seconds))
+            out.append(self._score(cand, ctx, model, job, watch, refit_seconds))
         timer.record("parallel_fit_wall", wall)
         return out
 
-    def _reject(
-        self, cand: KernelCandidate, ctx: RoundContext, reason: str, stage: str = "fit"
-    ) -> FittedKernel | None:
-        """Record a failed fit (stage ``fit``, or ``unexpected`` for an error that is no
-        kernel failure, :func:`~ax_kernel_discovery.errors.rejection_stage`); returns
-        ``None``, the failed fit."""
-        ctx.rec.rejected.append(Rejection(name=cand.name, stage=stage, reason=reason[:500]))
-        return None
+    @staticmethod
+    def _reject(cand: KernelCandidate, job: FitJob, reason: str, stage: str = "fit") -> Fits:
+        """A failed fit: no kernel, and its rejection (stage ``fit``, or ``unexpected`` for
+        an error that is no kernel failure,
+        :func:`~ax_kernel_discovery.errors.rejection_stage`)."""
+        rejection = Rejection(name=cand.name, stage=stage, reason=reason[:500])
+        return Fits(report=FitReport(rejected=(rejection,), fit_starts=job.starts))
 
     def _score(
         self,
         cand: KernelCandidate,
         ctx: RoundContext,
         model: Model,
-        config: ModelConfig,
+        job: FitJob,
         watch: Stopwatch,
         refit_seconds: float | None = None,
-    ) -> FittedKernel | None:
+    ) -> Fits:
         """Score a fitted model by the selection rule's
         :meth:`~ax_kernel_discovery.selection_rules.SelectionRule.fit_score`; keep its
         parameters as the warm start (``watch``: the fit's stopwatch, its seconds to the
@@ -501,12 +553,13 @@ class KernelFitter:
                 )
         except Exception as e:  # noqa: BLE001 - a kernel failure is a recorded rejection
             stage = rejection_stage(e, "fit", f"scoring ({self.options.criterion})")
-            return self._reject(cand, ctx, f"{type(e).__name__}: {e}", stage)
+            return self._reject(cand, job, f"{type(e).__name__}: {e}", stage)
         if not math.isfinite(value):
-            return self._reject(cand, ctx, f"non-finite {self.options.criterion} score")
-        ctx.rec.timer().record(f"fit:{cand.name}", watch, add=True)
+            return self._reject(cand, job, f"non-finite {self.options.criterion} score")
+        ctx.timer().record(f"fit:{cand.name}", watch, add=True)
         ctx.state.warm[cand.name] = warm_parameters(model)
-        return FittedKernel(model, config, value, refit_seconds)
+        fitted = FittedKernel(model, job.config, value, refit_seconds)
+        return Fits({cand.name: fitted}, report=FitReport(fit_starts=job.starts))
 
 
 @dataclass(frozen=True)
@@ -517,6 +570,13 @@ class FitJob:
     config: ModelConfig
     warm: Mapping[str, Tensor] | None
     refit: bool
+    #: The start rule's label, where it placed the start (:attr:`FitStart.label`).
+    start: str | None = None
+
+    @property
+    def starts(self) -> dict[str, int]:
+        """The fit's count for the report's ``fit_starts``."""
+        return {self.start: 1} if self.start else {}
 
 
 def _build_and_fit(
@@ -561,6 +621,7 @@ def fit_in_worker(
 __all__ = [
     "FitJob",
     "FitStart",
+    "Fits",
     "FittedKernel",
     "KernelFitter",
     "ModelBuilder",

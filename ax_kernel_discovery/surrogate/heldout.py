@@ -32,6 +32,7 @@ from ax_kernel_discovery.surrogate.fitting import (
     candidate_model_config,
 )
 from ax_kernel_discovery.surrogate.state import PastRound, RoundContext
+from ax_kernel_discovery.surrogate.steps import HeldoutScores
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class HeldoutScorer:
         self.config = config
         self.build_model = build_model
 
-    def score_heldout(self, ctx: RoundContext) -> dict[str, HeldOut]:
+    def score_heldout(self, ctx: RoundContext) -> HeldoutScores:
         """Score each member's last-round forecast of the batch that arrived since.
 
         The member's GP is rebuilt at the hyperparameters it was fitted to last round (its
@@ -60,17 +61,16 @@ class HeldoutScorer:
 
         Returns:
             The new forecast scores by member (members without a warm start, or that
-            scored this batch already, have none); a member whose forecast failed is
-            named in the record's ``heldout_failed``.
+            scored this batch already, have none), the units they were scored in
+            (``None``: no batch to score) and the members whose forecast failed.
         """
         scored: dict[str, HeldOut] = {}
         last = ctx.past[-1] if ctx.past else None
         forecast = self.forecast_data(ctx, last) if last is not None else None
         if last is None or forecast is None:
-            return scored
+            return HeldoutScores()
         data, block = forecast
-        rec = ctx.rec
-        rec.heldout_units = self.units(ctx)
+        failed: list[str] = []
         for member in ctx.population:
             warm = ctx.state.warm.get(member.name)
             if warm is None or any(h.round == last.round for h in member.heldout):
@@ -92,12 +92,12 @@ class HeldoutScorer:
                 if not is_kernel_failure(e):
                     unexpected(e, f"the held-out score of {member.name}")
                 logger.info("held-out score of %s failed: %r", member.name, e)
-                rec.heldout_failed.append(member.name)
+                failed.append(member.name)
                 continue
             scored[member.name] = HeldOut(
                 round=last.round, logpdf=logpdf.tolist(), crps=crps.tolist()
             )
-        return scored
+        return HeldoutScores(scored, self.units(ctx), tuple(failed))
 
     @staticmethod
     def units(ctx: RoundContext) -> str:

@@ -43,6 +43,7 @@ from torch import Tensor
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.surrogate.choice import Choice, Chooser
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext, row_digests
 
 __all__ = ["Portfolio", "Portfolios", "batch_rewards", "hedge_weights"]
@@ -83,17 +84,21 @@ class Portfolio:
         names: The members, the chosen (main) one first.
         weights: Their Hedge weights (summing to 1).
         models: Their fitted models, by name (not saved).
-        assigned: Points each member generated so far this round.
-        record: The round's record, where the points each member generated are counted.
+        assigned: Points each member generated so far this round (the round's record is
+            built with them: its ``portfolio_points``).
+        record: The round's record once it is built (:meth:`Portfolios.attach`), where the
+            points generated after that are counted too.
         state: The outcome's state, where each member's points wait for their values.
+        round: The round whose batch the members share (``None``: not said).
     """
 
     names: list[str]
     weights: list[float]
     models: Mapping[str, Any]
     assigned: dict[str, int] = field(default_factory=dict)
-    record: Any = None
+    record: RoundRecord | None = None
     state: OutcomeState | None = None
+    round: int | None = None
 
     def plan(self, n: int) -> list[tuple[str, int]]:
         """How the next ``n`` points of this round are split (members in order, counts > 0).
@@ -190,12 +195,16 @@ class Portfolios:
         choice: Choice,
         models: Mapping[str, FittedKernel],
         objectives: int,
-    ) -> None:
+    ) -> dict[str, float]:
         """The members that share this round's batch: the chosen one, the next best of the
-        choice order, and ``portfolio_keep``, with Hedge weights of their gains."""
+        choice order, and ``portfolio_keep``, with Hedge weights of their gains.
+
+        Returns:
+            The members' weights, by name (empty: no portfolio this round).
+        """
         self.by_outcome.pop(ctx.outcome, None)
         if choice.guarded or not choice.names or not self.wanted(objectives):
-            return
+            return {}
         order, _ = self.chooser.choice_order(ctx)
         fitted = {n for n, v in models.items() if v.model is not None}
         names = [choice.names[0]]
@@ -204,7 +213,7 @@ class Portfolios:
         ]
         names += [n for n in self.config.portfolio_keep if n in fitted and n not in names]
         if len(names) < 2:
-            return
+            return {}
         weights = hedge_weights(
             [ctx.state.gains.get(n, 0.0) for n in names], self.config.portfolio_eta
         )
@@ -212,18 +221,37 @@ class Portfolios:
             names,
             weights,
             {n: models[n].model for n in names},
-            record=ctx.rec,
             state=ctx.state,
+            round=ctx.round,
         )
         self.by_outcome[ctx.outcome] = portfolio
-        ctx.rec.portfolio = portfolio.shares()
+        return portfolio.shares()
 
-    def credit(self, ctx: RoundContext) -> None:
-        """Credit last round's portfolio members with the progress their points made."""
+    def points(self, outcome: str, round_index: int) -> dict[str, int]:
+        """The points each member of ``outcome``'s portfolio of round ``round_index`` has
+        generated so far (empty: no such portfolio)."""
+        portfolio = self.by_outcome.get(outcome)
+        if portfolio is None or portfolio.round != round_index:
+            return {}
+        return dict(portfolio.assigned)
+
+    def attach(self, record: RoundRecord) -> None:
+        """The round's record is built: the points its portfolio's members generate from
+        now on (the acquisition of a round that ended before it) are counted in it too."""
+        portfolio = self.by_outcome.get(record.outcome)
+        if portfolio is not None and portfolio.round == record.round:
+            portfolio.record = record
+
+    def credit(self, ctx: RoundContext) -> dict[str, float]:
+        """Credit last round's portfolio members with the progress their points made.
+
+        Returns:
+            Their rewards, by name (empty: nothing to credit).
+        """
         points, state = ctx.state.portfolio_points, ctx.state
         state.portfolio_points = {}
         if not points or not ctx.sign:
-            return
+            return {}
         index = {d: i for i, d in enumerate(row_digests(ctx.dataset.X))}
         y = (ctx.dataset.Y.reshape(-1) * ctx.sign).detach().cpu().double().numpy()
         z = {m: [float(y[index[d]]) for d in ds if d in index] for m, ds in points.items()}
@@ -231,7 +259,7 @@ class Portfolios:
         for name, reward in rewards.items():
             if name in ctx.population.names:
                 state.gains[name] = state.gains.get(name, 0.0) + reward
-        ctx.rec.portfolio_rewards = rewards
+        return rewards
 
     def plan(self, n: int) -> list[tuple[str, Model, int]] | None:
         """How the next ``n`` points are split among this round's portfolio members
@@ -250,6 +278,5 @@ class Portfolios:
         if portfolio.state is not None:
             portfolio.state.portfolio_points.setdefault(name, []).extend(row_digests(X))
         portfolio.note(name, int(X.shape[0]))
-        record = portfolio.record
-        if record is not None:
-            record.portfolio_points[name] = record.portfolio_points.get(name, 0) + int(X.shape[0])
+        if portfolio.record is not None:
+            portfolio.record.count_points(name, int(X.shape[0]))

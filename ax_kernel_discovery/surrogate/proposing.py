@@ -4,7 +4,7 @@
 :class:`~ax_kernel_discovery.surrogate.core.KernelDiscoverySurrogate` (step 2 of a round):
 it builds the proposer on first use (the surrogate's ``proposer_factory``; by default the
 one ``config.proposer`` names in :data:`~ax_kernel_discovery.proposers.from_config.PROPOSERS`),
-asks it for a round's candidates and records what it gave. What the registry says of the
+asks it for a round's candidates and returns what it gave (:class:`~.steps.Proposed`). What the registry says of the
 proposer decides the rest: an LLM proposer that gives nothing is logged with the reason
 and the offline operator stands in (``fallback_to_offline``), and its next proposals may
 be asked for while Ax optimizes the acquisition (``overlap_proposals``), hiding its
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
 
-from ax_kernel_discovery.candidate import KernelCandidate, Rejection
+from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.llm import LLMError
 from ax_kernel_discovery.population import MemberSummary, Population
@@ -27,6 +27,7 @@ from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.proposers.from_config import make_proposer, proposer_entry
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.steps import Proposed
 
 __all__ = ["ProposerFactory", "ProposerHost"]
 
@@ -95,53 +96,56 @@ class ProposerHost:
         """Whether the rounds will call an LLM (checked before a run starts)."""
         return self.calls_llm and self.config.proposals_per_round > 0
 
-    def propose(self, ctx: RoundContext, round_index: int) -> list[KernelCandidate]:
-        """Step 2: the round's candidates; the record gets what was proposed, rejected and
-        spent (an LLM round that gives nothing says why, see the module docstring)."""
-        rec = ctx.rec
-        timer = rec.timer()
+    def propose(self, ctx: RoundContext) -> Proposed:
+        """Step 2: the round's candidates, with what was rejected and spent (an LLM round
+        that gives nothing says why, see the module docstring); the proposer's seconds go
+        to the round's timer."""
+        timer = ctx.timer()
         with timer.phase("propose"):
-            proposal = self.proposal(ctx.population, ctx.dim, ctx.outcome, rec, round_index)
-        rec.proposed = [c.name for c in proposal.candidates]
-        rec.rejected.extend(proposal.rejections)
-        rec.proposer_usage = dict(proposal.usage)
-        timer.update({f"proposer:{k}": v for k, v in proposal.timings.items()})
-        return proposal.candidates
+            proposed, timings = self._proposal(ctx.population, ctx.dim, ctx.outcome, ctx.round)
+        timer.update({f"proposer:{k}": v for k, v in timings.items()})
+        return proposed
 
-    def proposal(
-        self, pop: Population, dim: int, outcome: str, rec: RoundRecord, round_index: int
-    ) -> Proposal:
+    def proposal(self, pop: Population, dim: int, outcome: str, round_index: int) -> Proposed:
         """The proposal of round ``round_index`` for ``outcome``'s population (a prefetched
-        one if there is one, else a fresh call); ``rec`` gets whether an LLM's proposals
-        were used, and why not."""
+        one if there is one, else a fresh call), with whether an LLM's proposals were
+        used, and why not."""
+        return self._proposal(pop, dim, outcome, round_index)[0]
+
+    def _proposal(
+        self, pop: Population, dim: int, outcome: str, round_index: int
+    ) -> tuple[Proposed, Mapping[str, float]]:
+        """:meth:`proposal`, and the proposer's seconds."""
         n = self.config.proposals_per_round
         if n == 0 or not proposer_entry(self.config.proposer).proposes:
-            return Proposal()
+            return Proposed(), {}
         state = self._states["proposer"]
         if state is not None:  # reloaded: the proposer's dedup keys
             self.proposer.load_state_dict(state)
             self._states["proposer"] = None
         proposal = None
-        prefetched = self._prefetch.pop((outcome, rec.round, dim), None)
+        was_prefetched = False
+        prefetched = self._prefetch.pop((outcome, round_index, dim), None)
         if prefetched is not None:
             try:
                 proposal = prefetched.result(timeout=self.config.llm_timeout * 3)
-                rec.prefetched = True
+                was_prefetched = True
             except (TimeoutError, CancelledError) as e:  # fall through to a fresh call
                 logger.info("prefetched proposal failed (%r); proposing again", e)
         if proposal is None:
             proposal = self._safe_propose(self._summaries(pop), dim, n, round_index)
         if not self.needs_llm:
-            return proposal
-        rec.llm_used = bool(proposal.candidates)
+            return self._proposed(proposal, prefetched=was_prefetched), proposal.timings
+        llm_used = bool(proposal.candidates)
         fallback = self.config.fallback_to_offline and not proposal.candidates
+        failure = None
         if not proposal.candidates:
-            rec.llm_failure = llm_failure(proposal.rejections)
+            failure = llm_failure(proposal.rejections)
             logger.warning(
                 "kernel discovery round %d: the LLM proposer (%s) gave no usable kernel: %s; %s",
                 round_index,
                 self.config.llm_model,
-                rec.llm_failure,
+                failure,
                 "the offline operator proposed this round's kernels instead"
                 if fallback
                 else "no new kernel this round (fallback_to_offline=False)",
@@ -150,7 +154,27 @@ class ProposerHost:
             offline = self.fallback.propose(self._summaries(pop), dim, n, round_index)
             proposal.candidates.extend(offline.candidates)
             proposal.rejections.extend(offline.rejections)
-        return proposal
+        proposed = self._proposed(
+            proposal, llm_used=llm_used, llm_failure=failure, prefetched=was_prefetched
+        )
+        return proposed, proposal.timings
+
+    @staticmethod
+    def _proposed(
+        proposal: Proposal,
+        llm_used: bool | None = None,
+        llm_failure: str | None = None,
+        prefetched: bool = False,
+    ) -> Proposed:
+        """The step's result of a proposer's :class:`~.proposers.base.Proposal`."""
+        return Proposed(
+            candidates=tuple(proposal.candidates),
+            rejected=tuple(proposal.rejections),
+            usage=dict(proposal.usage),
+            llm_used=llm_used,
+            llm_failure=llm_failure,
+            prefetched=prefetched,
+        )
 
     def _summaries(self, pop: Population) -> list[MemberSummary]:
         return pop.summaries(self.config.criterion)
@@ -175,10 +199,11 @@ class ProposerHost:
                 rejections=[Rejection(name=self.proposer.name, stage="proposal", reason=repr(e))]
             )
 
-    def after_round(self, ctx: RoundContext) -> None:
-        """What follows the population's update: the proposer's feedback (what failed, for
-        the next prompts) and, for an LLM, next round's proposals asked for now."""
-        rec, pop = ctx.rec, ctx.population
+    def after_round(self, ctx: RoundContext, rec: RoundRecord) -> None:
+        """What follows the population's update: the proposer's feedback from the round's
+        record ``rec`` (what failed, for the next prompts) and, for an LLM, next round's
+        proposals asked for now."""
+        pop = ctx.population
         if self._proposer is not None:
             self._proposer.record_feedback(
                 rec.round, rec.rejected, rec.struck, self._summaries(pop)

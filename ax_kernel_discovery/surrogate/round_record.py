@@ -4,9 +4,15 @@
 round and outcome to its ``history`` (saved with its state); the reports, the analysis
 helpers and the baselines read it.
 
-The round's seconds (``RoundRecord.timings``) go through one timer,
-:meth:`RoundRecord.timer` (a :class:`RoundTimer`), and every :class:`Stopwatch` reads one
-clock, :func:`clock` (``time.perf_counter``): no other module of the surrogate reads the
+A record is built once, at the round's end, from what the round's steps returned
+(:mod:`.steps`): :meth:`RoundRecord.from_steps` is the one place that makes a round's
+record; no step writes it. The one write after that is the acquisition's: the points
+each batch-portfolio member generated (:meth:`RoundRecord.count_points`), which arrive
+after an in-process round has ended.
+
+The round's seconds go through one timer, the round context's
+:meth:`~.state.RoundContext.timer` (a :class:`RoundTimer`, writing the timings the
+record is built from), and every :class:`Stopwatch` reads one clock, :func:`clock` (``time.perf_counter``): no other module of the surrogate reads the
 clock. Timings are reports, not inputs: no decision reads them under the defaults (the
 opt-in ``fit_timeout`` cap is BoTorch's fit option; the slow-fit rule reads a fit's
 stopwatch seconds, ``FittedKernel.refit_seconds``).
@@ -21,6 +27,14 @@ from contextlib import contextmanager
 from pydantic import BaseModel, Field
 
 from ax_kernel_discovery.candidate import Rejection
+from ax_kernel_discovery.surrogate.steps import (
+    Admitted,
+    Chosen,
+    Ended,
+    FitReport,
+    Opened,
+    Proposed,
+)
 
 
 class RoundRecord(BaseModel):
@@ -86,9 +100,89 @@ class RoundRecord(BaseModel):
     #: (``inherited``: from the members they contain).
     fit_starts: dict[str, int] = Field(default_factory=dict)
 
-    def timer(self) -> RoundTimer:
-        """The timer that writes this record's ``timings``."""
-        return RoundTimer(self)
+    @classmethod
+    def from_steps(
+        cls,
+        *,
+        round: int,
+        outcome: str,
+        n: int,
+        dim: int,
+        opened: Opened,
+        proposed: Proposed,
+        admitted: Admitted,
+        fits: FitReport,
+        chosen: Chosen | None,
+        ended: Ended,
+        timings: Mapping[str, float],
+        portfolio_points: Mapping[str, int] | None = None,
+    ) -> RoundRecord:
+        """The record of a round, built once from what its steps returned.
+
+        Args:
+            round: The round's index.
+            outcome: The modelled outcome.
+            n: The round's number of rows.
+            dim: The input dimension.
+            opened: What the opening found.
+            proposed: What the proposer gave.
+            admitted: What the admission let in.
+            fits: The round's fits' reports, in the order they ran (before the end's own,
+                ``ended.fits``, which follow them).
+            chosen: The choice (handed on before the fits, or made at the end;
+                ``None``: no kernel fitted).
+            ended: What the end settled.
+            timings: The round's seconds (its timer's).
+            portfolio_points: The points each portfolio member generated so far.
+
+        Returns:
+            The round's record. Rejections are in the order they were made: the
+            proposal's, the admission's, the fits', then the end's.
+        """
+        report = fits.then(ended.fits)
+        choice = chosen or Chosen()
+        return cls(
+            round=round,
+            outcome=outcome,
+            n=n,
+            dim=dim,
+            chosen=choice.chosen,
+            chosen_formula=choice.chosen_formula,
+            chosen_score=choice.chosen_score,
+            scores=dict(ended.scores),
+            population=list(ended.population),
+            proposed=proposed.names,
+            accepted=list(ended.accepted),
+            rejected=[*proposed.rejected, *admitted.rejected, *report.rejected, *ended.rejected],
+            dropped=[*opened.dropped, *ended.dropped],
+            struck=opened.struck,
+            previous_improved=opened.previous_improved,
+            reset=opened.reset,
+            population_diversity=ended.population_diversity,
+            accepted_diversity=ended.accepted_diversity,
+            timings=dict(timings),
+            proposer_usage=dict(proposed.usage),
+            selection=report.selection,
+            fit_scores=dict(ended.fit_scores),
+            mixture=dict(choice.mixture),
+            guarded=choice.guarded,
+            llm_used=proposed.llm_used,
+            llm_failure=proposed.llm_failure,
+            heldout_units=opened.heldout.units,
+            portfolio=dict(choice.portfolio),
+            portfolio_points=dict(portfolio_points or {}),
+            portfolio_rewards=dict(opened.portfolio_rewards),
+            heldout_failed=list(opened.heldout.failed),
+            fit_capped=list(report.fit_capped),
+            finalists=report.finalists,
+            prefetched=proposed.prefetched,
+            fit_starts=dict(report.fit_starts),
+        )
+
+    def count_points(self, name: str, count: int) -> None:
+        """The acquisition's write: ``name``, a member of the round's batch portfolio,
+        generated ``count`` more points (they arrive after an in-process round ended)."""
+        self.portfolio_points[name] = self.portfolio_points.get(name, 0) + count
 
 
 def clock() -> float:
@@ -127,21 +221,22 @@ class Stopwatch:
 
 
 class RoundTimer:
-    """Writes a round's seconds into its record's ``timings`` (:meth:`RoundRecord.timer`).
+    """Writes a round's seconds into its timings, what its record is built from
+    (:meth:`~.state.RoundContext.timer`).
 
     Args:
-        record: The round's record.
+        timings: The round's timings (updated in place).
 
     Example:
-        >>> rec = RoundRecord(round=0, outcome="f", n=8, dim=2)
-        >>> with rec.timer().phase("propose") as watch:
+        >>> timings: dict[str, float] = {}
+        >>> with RoundTimer(timings).phase("propose") as watch:
         ...     pass
-        >>> rec.timings["propose"] == watch.seconds
+        >>> timings["propose"] == watch.seconds
         True
     """
 
-    def __init__(self, record: RoundRecord) -> None:
-        self.rec = record
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
 
     @contextmanager
     def phase(self, key: str, add: bool = False) -> Iterator[Stopwatch]:
@@ -158,13 +253,13 @@ class RoundTimer:
         """Write ``seconds`` (a stopwatch: its seconds so far) as ``timings[key]``
         (``add``: add them to what ``key`` holds); returns the seconds written."""
         value = seconds.elapsed() if isinstance(seconds, Stopwatch) else seconds
-        timings = self.rec.timings
+        timings = self.timings
         timings[key] = timings.get(key, 0.0) + value if add else value
         return value
 
     def update(self, timings: Mapping[str, float]) -> None:
         """Write seconds measured elsewhere (a worker's, a proposer's), key by key."""
-        self.rec.timings.update(timings)
+        self.timings.update(timings)
 
 
 __all__ = ["RoundRecord", "RoundTimer", "Stopwatch", "clock"]

@@ -2,33 +2,38 @@
 end.
 
 :class:`RoundRunner` runs a round's steps in order for whichever
-:class:`~ax_kernel_discovery.surrogate.executors.FitExecutor` fits it:
+:class:`~ax_kernel_discovery.surrogate.executors.FitExecutor` fits it. Each step returns
+a typed, frozen result (:mod:`.steps`); the runner collects them (:class:`OpenRound`) and
+builds the round's record once, at its end, from them
+(:meth:`~.round_record.RoundRecord.from_steps`, in :meth:`RoundRunner.end`); the seconds
+go through the round's one timer (:meth:`~.state.RoundContext.timer`):
 
-1. **open** (:meth:`~.round.RoundSteps.open`): strike, credit the portfolio, reset an
-   empty population, score the members' forecasts of the new batch;
-2. **propose** (:class:`~.proposing.ProposerHost`) and **admit**
-   (:meth:`~.round.RoundSteps.admit`) new kernels;
-3. **fit**: where the choice is known before the fits (:meth:`~.choice.Chooser.choice_before_fits`:
-   the ``prequential`` rule, and a deferred executor or ``converge_chosen`` that needs
-   it), the member it takes is fitted first, here (:meth:`RoundRunner.fit_the_choice`),
-   and handed on at once; the round's other kernels go to the executor;
-4. **choose** and **hand on**: a round that needs its fits to choose waits for them,
-   chooses (:meth:`~.choice.Chooser.select`) and hands the choice on
-   (:meth:`~.round.RoundSteps.hand_on`);
-5. **end** (:meth:`RoundRunner.end`): the fits are waited for, the slow-fit rule applied over
-   all of them, the population settled (:meth:`~.round.RoundSteps.end`), the record kept
-   and the proposer told. A round whose executor is deferred (``background_fits``) ends
-   when its outcome's next round begins, or when the state is next read.
+1. **open** (:meth:`~.round.RoundSteps.open` → :class:`~.steps.Opened`): strike, credit
+   the portfolio, reset an empty population, score the members' forecasts of the new
+   batch;
+2. **propose** (:meth:`~.proposing.ProposerHost.propose` → :class:`~.steps.Proposed`)
+   and **admit** (:meth:`~.round.RoundSteps.admit` → :class:`~.steps.Admitted`) new
+   kernels;
+3. **fit** (→ :class:`~.fitting.Fits`, each with a :class:`~.steps.FitReport`): where the
+   choice is known before the fits (:meth:`~.choice.Chooser.choice_before_fits`: the
+   ``prequential`` rule, and a deferred executor or ``converge_chosen`` that needs it),
+   the member it takes is fitted first, here (:meth:`RoundRunner.fit_the_choice`), and
+   handed on at once; the round's other kernels go to the executor;
+4. **choose** and **hand on** (:meth:`~.round.RoundSteps.hand_on` → the model and
+   :class:`~.steps.Chosen`): a round that needs its fits to choose waits for them,
+   chooses (:meth:`~.choice.Chooser.select`) and hands the choice on;
+5. **end** (:meth:`RoundRunner.end`; :meth:`~.round.RoundSteps.end` →
+   :class:`~.steps.Ended`): the fits are waited for, the slow-fit rule applied over all
+   of them, the population settled, the record built and kept, and the proposer told. A
+   round whose executor is deferred (``background_fits``) ends when its outcome's next
+   round begins, or when the state is next read.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-
-from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.models.model import Model
+from dataclasses import dataclass, field
 
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.config import KernelDiscoveryConfig
@@ -43,21 +48,21 @@ from ax_kernel_discovery.surrogate.executors import (
 )
 from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter
 from ax_kernel_discovery.surrogate.proposing import ProposerHost
-from ax_kernel_discovery.surrogate.round import Objectives, RoundSteps
+from ax_kernel_discovery.surrogate.round import Handed, Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord, Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
+from ax_kernel_discovery.surrogate.steps import Admitted, Chosen, FitReport, Opened, Proposed
 from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
 __all__ = ["OpenRound", "RoundRunner"]
 
 logger = logging.getLogger(__name__)
 
-Handed = tuple[Model, ModelConfig]
-
 
 @dataclass
 class OpenRound:
-    """A round that has begun and not ended: what its end needs.
+    """A round that has begun and not ended: what its end needs, and the results of its
+    steps so far (what its record is built from).
 
     Attributes:
         ctx: The round.
@@ -68,6 +73,13 @@ class OpenRound:
             its fits, at its end).
         models: The kernels fitted before the hand-on (the choice, a portfolio's).
         pending: The executor's fits of the round's other kernels.
+        opened: What the opening found.
+        proposed: What the proposer gave.
+        admitted: What the admission let in.
+        fitted: The report of the fits made before the hand-on.
+        chosen: The choice as handed on before the fits (``None``: not yet).
+        total: The round's stopwatch (its ``total`` seconds, where it ends in
+            :meth:`RoundRunner.run`).
     """
 
     ctx: RoundContext
@@ -77,6 +89,12 @@ class OpenRound:
     choice: Choice | None
     models: dict[str, FittedKernel]
     pending: PendingFits
+    opened: Opened = field(default_factory=Opened)
+    proposed: Proposed = field(default_factory=Proposed)
+    admitted: Admitted = field(default_factory=Admitted)
+    fitted: FitReport = field(default_factory=FitReport)
+    chosen: Chosen | None = None
+    total: Stopwatch | None = None
 
 
 class RoundRunner:
@@ -151,10 +169,11 @@ class RoundRunner:
             The model the acquisition gets and its ``ModelConfig``.
         """
         total = Stopwatch()
-        rec = ctx.rec
-        timer = rec.timer()
-        self.steps.open(ctx, objectives, rows)
-        accepted = self.steps.admit(ctx, self.proposing.propose(ctx, rec.round))
+        timer = ctx.timer()
+        opened = self.steps.open(ctx, objectives, rows)
+        proposed = self.proposing.propose(ctx)
+        admitted = self.steps.admit(ctx, proposed.candidates)
+        accepted = list(admitted.accepted)
         cands = [m.candidate for m in ctx.population] + accepted
         executor = self.executor(ctx, ax_builder)
         deferred = isinstance(executor, BackgroundFits)
@@ -162,15 +181,17 @@ class RoundRunner:
         early = self.chooser.choice_before_fits(ctx) if deferred or converging else None
         fit_and_score = Stopwatch()
         first = None
+        fitted = FitReport()
         if early is not None:
-            first = self.fit_the_choice(ctx, cands, early, len(objectives))
+            first, fitted = self.fit_the_choice(ctx, cands, early, len(objectives))
         handed: Handed | None = None
+        chosen: Chosen | None = None
         choice: Choice | None = None
         models: dict[str, FittedKernel] = {}
         members, rest = cands, cands
         if first is not None:
             choice, models, tried = first
-            handed = self.steps.hand_on(ctx, choice, models, objectives)
+            handed, chosen = self.steps.hand_on(ctx, choice, models, objectives)
             rest = [c for c in cands if c.name not in tried]
         else:
             if early is not None:  # every member the choice could take failed to fit
@@ -180,13 +201,26 @@ class RoundRunner:
         pending = executor.submit(self.fitter, ctx, rest, members)
         timer.record("fit_and_score", fit_and_score)
         self.open_rounds[ctx.outcome] = OpenRound(
-            ctx, accepted, members, objectives, choice, models, pending
+            ctx,
+            accepted,
+            members,
+            objectives,
+            choice,
+            models,
+            pending,
+            opened=opened,
+            proposed=proposed,
+            admitted=admitted,
+            fitted=fitted,
+            chosen=chosen,
+            total=None if pending.deferred else total,
         )
-        if not pending.deferred:
+        if pending.deferred:
+            timer.record("total", total)  # the round ends later, at its next round
+        else:
             ended = self.end(ctx.outcome)
             handed = handed or ended
         assert handed is not None  # handed on before the fits, or chosen at the end
-        timer.record("total", total)
         return handed
 
     def fit_the_choice(
@@ -195,16 +229,17 @@ class RoundRunner:
         cands: Sequence[KernelCandidate],
         early: EarlyChoice,
         n_objectives: int,
-    ) -> tuple[Choice, dict[str, FittedKernel], set[str]] | None:
+    ) -> tuple[tuple[Choice, dict[str, FittedKernel], set[str]] | None, FitReport]:
         """Fit the member the early choice takes (the first of its order that fits) and a
         batch portfolio's ``portfolio_keep``, here; to convergence under
         ``converge_chosen``.
 
         Returns:
-            The choice, the fitted kernels and the names tried (fitted or failed); ``None``
-            when every member the choice could take failed to fit.
+            The choice, the fitted kernels and the names tried (fitted or failed), or
+            ``None`` when every member the choice could take failed to fit; and the fits'
+            report (``selection="full"``).
         """
-        ctx.rec.selection = "full"
+        report = FitReport(selection="full")
         by_name = {c.name: c for c in cands}
         converge = self.config.converge_chosen
         models: dict[str, FittedKernel] = {}
@@ -216,28 +251,33 @@ class RoundRunner:
             if len(models) >= wanted:
                 break
             tried.add(name)
-            fitted = self.fitter.fit_and_score(by_name[name], ctx, members=cands, converge=converge)
+            one = self.fitter.fit_and_score(by_name[name], ctx, members=cands, converge=converge)
+            report = report.then(one.report)
+            fitted = one.get(name)
             if fitted is not None:
                 models[name] = fitted
                 if choice is None:
                     choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
         if choice is None:
-            return None
+            return None, report
         if not choice.guarded and portfolio:
             for name in self.config.portfolio_keep:
                 if name in by_name and name not in tried:
                     tried.add(name)
-                    fitted = self.fitter.fit_and_score(
+                    one = self.fitter.fit_and_score(
                         by_name[name], ctx, members=cands, converge=converge
                     )
+                    report = report.then(one.report)
+                    fitted = one.get(name)
                     if fitted is not None:
                         models[name] = fitted
-        return choice, models, tried
+        return (choice, models, tried), report
 
     def end(self, outcome: str) -> Handed | None:
         """End ``outcome``'s open round; **waits** for its fits where a worker still runs
         them (an interrupt while waiting leaves the round open, to be ended at the next
-        call: no round is lost).
+        call: no round is lost). The round's record is built here, once, from its steps'
+        results (:meth:`~.round_record.RoundRecord.from_steps`), and kept.
 
         Returns:
             The model the acquisition gets where the round chose here, from its fits
@@ -251,20 +291,45 @@ class RoundRunner:
         ctx, members = open_round.ctx, open_round.members
         fitted = {**open_round.models, **fits.models}
         order = [c.name for c in members if c.name in fitted]
-        models = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
-        handed = self.steps.end(
+        kept = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
+        report = FitReport.of(open_round.fitted, fits.report, kept.report)
+        so_far = [
+            *open_round.proposed.rejected,
+            *open_round.admitted.rejected,
+            *report.rejected,
+        ]
+        handed, ended = self.steps.end(
             ctx,
             open_round.accepted,
-            models,
+            dict(kept.models),
             open_round.objectives,
             handed=open_round.choice,
             builders=fits.builders,
             on_choice=lambda names, fitted: self.fitter.converge_choice(
                 ctx, names, fitted, members
             ),
+            rejected=so_far,
         )
-        self.keep(ctx.rec)
-        self.proposing.after_round(ctx)
+        if open_round.total is not None:  # ended where it ran: its total ends here
+            ctx.timer().record("total", open_round.total)
+        portfolios = self.steps.portfolios
+        record = RoundRecord.from_steps(
+            round=ctx.round,
+            outcome=ctx.outcome,
+            n=ctx.n,
+            dim=ctx.dim,
+            opened=open_round.opened,
+            proposed=open_round.proposed,
+            admitted=open_round.admitted,
+            fits=report,
+            chosen=open_round.chosen or ended.chosen,
+            ended=ended,
+            timings=ctx.timings,
+            portfolio_points=portfolios.points(ctx.outcome, ctx.round),
+        )
+        portfolios.attach(record)
+        self.keep(record)
+        self.proposing.after_round(ctx, record)
         return handed
 
     def end_all(self) -> None:

@@ -37,7 +37,8 @@ way to drop a member; :class:`SurrogateState` is everything a surrogate keeps (o
 :class:`OutcomeState` per outcome, the history, the round counter, the objectives), the one
 thing that is saved (:meth:`SurrogateState.to_json`, in format :data:`STATE_FORMAT`);
 :class:`RoundContext` is what the round's steps (admission, fitting, choice) are handed:
-an outcome's state plus the round's data and record.
+an outcome's state plus the round's data, index and timings (the steps return their
+results; the runner builds the round's record from them).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from torch import Tensor
 
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.population import Population
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.round_record import RoundRecord, RoundTimer
 from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey, FitRows, RowKey, YMap
 
 __all__ = [
@@ -383,14 +384,15 @@ class OutcomeState:
 
 @dataclass
 class RoundContext:
-    """What one round's steps are handed: the outcome's state, its data and its record.
+    """What one round's steps are handed: the outcome's state, its data, its index and its
+    timings.
 
     Attributes:
         outcome: The modelled outcome.
         state: Its :class:`OutcomeState` (updated in place by the steps).
         dataset: The training data Ax hands the surrogate this round.
         search_space_digest: Ax's digest of the search space.
-        rec: This round's record (the steps append what they did).
+        round: The round's index.
         history: The earlier rounds' records of this outcome, oldest first (the last
             ``history_limit`` rounds': decisions read :attr:`past`).
         sign: The objective weight of the outcome (``None``: not known yet).
@@ -401,19 +403,26 @@ class RoundContext:
         goal: Ax's optimization config of the fit, in the metrics' own units
             (derelativized; ``None``: not known), for the strike rule.
         first_seen: The round each row was first seen in, by any outcome's fit.
+        timings: The round's seconds, written by its one timer (:meth:`timer`); the
+            round's record is built from them.
     """
 
     outcome: str
     state: OutcomeState
     dataset: SupervisedDataset
     search_space_digest: SearchSpaceDigest
-    rec: RoundRecord
+    round: int
     history: Sequence[RoundRecord] = ()
     sign: float | None = None
     rows: FitRows | None = None
     earlier: Sequence[PastRound] | None = None
     goal: OptimizationConfig | None = None
     first_seen: Mapping[RowKey, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timer(self) -> RoundTimer:
+        """The round's one timer (it writes :attr:`timings`)."""
+        return RoundTimer(self.timings)
 
     @property
     def population(self) -> Population:
@@ -435,7 +444,7 @@ class RoundContext:
     def for_worker(self) -> RoundContext:
         """A copy of this context for fits in a worker process: what
         :meth:`~.fitting.KernelFitter.fit_all` reads (the population, the warm starts and
-        the rows' rounds, copied; the data, the history and the rounds), with a record of
+        the rows' rounds, copied; the data, the history and the rounds), with timings of
         its own and none of the state the fits do not read (fitted models, the strike's
         bookkeeping, the goal), so that it pickles small."""
         state = OutcomeState(
@@ -443,11 +452,10 @@ class RoundContext:
             warm=dict(self.state.warm),
             row_rounds=dict(self.state.row_rounds),
         )
-        rec = RoundRecord(round=self.rec.round, outcome=self.outcome, n=self.n, dim=self.dim)
         return dataclasses.replace(
             self,
             state=state,
-            rec=rec,
+            timings={},
             history=list(self.history),
             earlier=list(self.past),
             goal=None,
@@ -514,12 +522,11 @@ class SurrogateState:
         goal: OptimizationConfig | None = None,
     ) -> RoundContext:
         """The context of a round on ``dataset`` (its outcome's state, made with a
-        ``new_population`` on its first round; the record of the next round index; the
+        ``new_population`` on its first round; the next round index; the
         fit's ``goal`` and the round each row was first seen in, by any outcome)."""
         outcome = dataset.outcome_names[0]
-        n, dim = dataset.X.shape[0], dataset.X.shape[-1]
         if outcome not in self.outcomes:
-            self.outcomes[outcome] = OutcomeState(new_population(dim))
+            self.outcomes[outcome] = OutcomeState(new_population(dataset.X.shape[-1]))
         state = self.outcomes[outcome]
         history = [r for r in self.history if r.outcome == outcome]
         if rows is not None and history and not state.row_rounds:
@@ -529,7 +536,7 @@ class SurrogateState:
             state=state,
             dataset=dataset,
             search_space_digest=digest,
-            rec=RoundRecord(round=self.round_index, outcome=outcome, n=n, dim=dim),
+            round=self.round_index,
             history=history,
             sign=self.objective_weights.get(outcome),
             rows=rows,
@@ -565,7 +572,9 @@ class SurrogateState:
         everything is copied but last round's fitted models, which the copy shares."""
         return SurrogateState(
             {k: v.snapshot() for k, v in self.outcomes.items()},
-            list(self.history),  # a round's record is not changed once it is kept
+            # a kept record changes only by the acquisition's points (count_points),
+            # which come before the next fit: the records are shared
+            list(self.history),
             self.round_index,
             dict(self.objective_weights),
             [dict(row) for row in self.objective_matrix],

@@ -43,7 +43,6 @@ from ax_kernel_discovery.errors import KernelFailure
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import START_SET, HeldOut, Population, base_candidate
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, PastRound, RoundContext
 from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
@@ -156,7 +155,7 @@ def round_context(
         search_space_digest=SearchSpaceDigest(
             feature_names=features, bounds=[(0.0, 1.0)] * X.shape[-1]
         ),
-        rec=RoundRecord(round=len(past), outcome=outcome, n=X.shape[0], dim=X.shape[-1]),
+        round=len(past),
         sign=sign,
         rows=rows,
         earlier=list(past),

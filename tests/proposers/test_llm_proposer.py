@@ -457,9 +457,8 @@ def test_a_round_without_llm_proposals_warns_once_and_is_counted(
     )
     surrogate = KernelDiscoverySurrogate(config)
     population = surrogate._new_population(6)
-    record = RoundRecord(round=0, outcome="f", n=10, dim=6)
     with kd_caplog.at_level(logging.WARNING, logger="ax_kernel_discovery.surrogate"):
-        proposal = surrogate.proposing.proposal(population, 6, "f", record, 0)
+        proposal = surrogate.proposing.proposal(population, 6, "f", 0)
     warnings = [r for r in kd_caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     text = warnings[0].getMessage()
@@ -470,7 +469,15 @@ def test_a_round_without_llm_proposals_warns_once_and_is_counted(
         assert proposal.candidates and all(c.origin == "offline" for c in proposal.candidates)
     else:
         assert "no new kernel this round (fallback_to_offline=False)" in text
-        assert proposal.candidates == []
-    assert record.llm_used is False and record.llm_failure
+        assert proposal.candidates == ()
+    assert proposal.llm_used is False and proposal.llm_failure
+    record = RoundRecord(
+        round=0,
+        outcome="f",
+        n=10,
+        dim=6,
+        llm_used=proposal.llm_used,
+        llm_failure=proposal.llm_failure,
+    )
     surrogate.history.append(record)
     assert surrogate.llm_rounds() == {"rounds": 1, "used_llm": 0, "without_llm": 1}

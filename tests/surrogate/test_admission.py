@@ -9,7 +9,6 @@ from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.expression import formula, leaf
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 
 
 def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
@@ -19,8 +18,7 @@ def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
         KernelDiscoveryConfig(max_kernel_memory_gb=8.0).admission_options()
     )
     pop = Population(start_candidates(), size=8)
-    rec = RoundRecord(round=0, outcome="f", n=20, dim=6)
-    admission.admit([], pop, 6, rec)  # the members' signatures: cached from now on
+    admission.admit([], pop, 6)  # the members' signatures: cached from now on
     spec = {"op": "sum", "args": [leaf("rbf", "tanh"), leaf("poly2")]}
     cand = KernelCandidate(name="new", formula=formula(spec), origin="offline", spec=spec)
     builds: list[str] = []
@@ -31,7 +29,7 @@ def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
         return build(self, dim)
 
     monkeypatch.setattr(KernelCandidate, "build", counting)
-    assert [c.name for c in admission.admit([cand], pop, 6, rec, n=20)] == ["new"]
+    assert [c.name for c in admission.admit([cand], pop, 6, n=20).accepted] == ["new"]
     assert builds == ["new"]
     assert cand.key in admission.signatures
 
@@ -39,8 +37,8 @@ def test_a_tree_is_built_once_for_its_check_memory_probe_and_signature(
 def test_a_tree_that_cannot_be_built_is_rejected_with_the_builds_error() -> None:
     admission = CandidateAdmission(KernelDiscoveryConfig().admission_options())
     pop = Population(start_candidates(), size=8)
-    rec = RoundRecord(round=0, outcome="f", n=20, dim=6)
     bad = KernelCandidate(name="bad", formula="?", origin="offline", spec={"kernel": "nope"})
-    assert admission.admit([bad], pop, 6, rec) == []
-    (rejection,) = rec.rejected
+    admitted = admission.admit([bad], pop, 6)
+    assert admitted.accepted == ()
+    (rejection,) = admitted.rejected
     assert rejection.name == "bad" and "nope" in rejection.reason

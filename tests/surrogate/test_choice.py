@@ -27,8 +27,7 @@ from ax_kernel_discovery.options import ChoiceOptions
 from ax_kernel_discovery.population import HeldOut, Population
 from ax_kernel_discovery.selection import num_hyperparameters
 from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Chooser, EarlyChoice
-from ax_kernel_discovery.surrogate.fitting import FittedKernel
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
+from ax_kernel_discovery.surrogate.fitting import Fits, FittedKernel
 from ax_kernel_discovery.surrogate.state import RoundContext
 from ax_kernel_discovery.surrogate.testing import (
     fake_population,
@@ -186,7 +185,7 @@ def _context(s: KernelDiscoverySurrogate, X: torch.Tensor, y: torch.Tensor) -> R
             X, _standardize(y).unsqueeze(-1), feature_names=NAMES, outcome_names=["f"]
         ),
         search_space_digest=SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM),
-        rec=RoundRecord(round=len(s.history), outcome="f", n=X.shape[0], dim=DIM),
+        round=len(s.history),
         history=list(s.history),
         sign=-1.0,
     )
@@ -231,7 +230,9 @@ def test_the_cost_tie_break_compares_structure_then_hyperparameters() -> None:
     assert cost["RQ"][1] == cost["RBF"][1] + 1  # RQ's alpha
     X, y = _raw(12)
     _round(s, X, y)
-    fitted = s.fitter.fit_and_score(pop["RQ"], _context(s, X, y), members=list(pop.values()))
+    fitted = s.fitter.fit_and_score(pop["RQ"], _context(s, X, y), members=list(pop.values())).get(
+        "RQ"
+    )
     assert fitted is not None  # the count is the fitted model's
     assert cost["RQ"][1] == num_hyperparameters(fitted.model.covar_module)  # type: ignore[union-attr]
 
@@ -252,7 +253,7 @@ def test_a_near_tied_choice_is_never_a_kernel_that_truncation_dropped(monkeypatc
         k: FittedKernel(_Fake(sizes[k]), ModelConfig(name=k), v)  # type: ignore[arg-type]
         for k, v in scores.items()
     }
-    monkeypatch.setattr(s.fitter, "fit_all", lambda *a, **k: dict(models))
+    monkeypatch.setattr(s.fitter, "fit_all", lambda *a, **k: Fits(dict(models)))
     model, _ = _round(s, X, y)
     assert s.history[-1].chosen == "RQ" and model is models["RQ"].model
     assert "RQ" in s.population and len(s.population) == 2

@@ -27,6 +27,7 @@ from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
+from ax_kernel_discovery.surrogate.steps import Proposed
 from ax_kernel_discovery.testing import TINY_ACQUISITION
 
 set_ax_logger_levels(logging.WARNING)
@@ -219,7 +220,6 @@ def test_overlap_asks_for_next_rounds_proposals_during_acquisition(
 
 def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
     from ax_kernel_discovery.expression import formula, leaf
-    from ax_kernel_discovery.surrogate import RoundRecord
 
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
     pop = s._new_population()
@@ -228,17 +228,15 @@ def test_functional_duplicates_are_rejected_but_iso_twins_are_not() -> None:
     iso_spec = leaf("rbf", ard=False)
     iso = KernelCandidate(name="iso", formula=formula(iso_spec), origin="offline", spec=iso_spec)
     assert twin.key != pop.get("RBF").candidate.key
-    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    accepted = s.admission.admit([twin, iso], pop, 6, rec)
-    assert [c.name for c in accepted] == ["iso"]
-    assert rec.rejected[0].name == "twin" and rec.rejected[0].stage == "duplicate"
-    assert "Gram matrix" in rec.rejected[0].reason
+    admitted = s.admission.admit([twin, iso], pop, 6)
+    assert [c.name for c in admitted.accepted] == ["iso"]
+    assert admitted.rejected[0].name == "twin" and admitted.rejected[0].stage == "duplicate"
+    assert "Gram matrix" in admitted.rejected[0].reason
 
 
 @pytest.mark.slow
 def test_a_kernel_that_would_fail_on_a_gpu_is_rejected_on_a_cpu_with_its_reason() -> None:
     """Issue 21: acceptance must not differ between CPU and GPU runs (meta-device probe)."""
-    from ax_kernel_discovery.surrogate import RoundRecord
 
     corpus = Path(__file__).parents[1] / "kernel_corpus"
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
@@ -252,25 +250,20 @@ def test_a_kernel_that_would_fail_on_a_gpu_is_rejected_on_a_cpu_with_its_reason(
         )
         for name in ("broken_deviceless_nugget", "valid_device_aware_nugget")
     ]
-    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    accepted = s.admission.admit(cands, pop, 6, rec, device=torch.device("cpu"))
-    assert [c.name for c in accepted] == ["valid_device_aware_nugget"]
-    (rejection,) = rec.rejected
+    admitted = s.admission.admit(cands, pop, 6, device=torch.device("cpu"))
+    assert [c.name for c in admitted.accepted] == ["valid_device_aware_nugget"]
+    (rejection,) = admitted.rejected
     assert (rejection.name, rejection.stage) == ("broken_deviceless_nugget", "device")
     assert "without device=" in rejection.reason
 
 
 def test_a_dropped_members_twin_may_come_back() -> None:
-    from ax_kernel_discovery.surrogate import RoundRecord
-
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig())
     pop = s._new_population()
     twin = KernelCandidate(name="twin", formula="f", origin="offline", spec={"kernel": "rbf"})
-    rec = RoundRecord(round=0, outcome="f", n=0, dim=6)
-    assert s.admission.admit([twin], pop, 6, rec) == []  # RBF is a member: duplicate
+    assert s.admission.admit([twin], pop, 6).accepted == ()  # RBF is a member: duplicate
     pop.remove("RBF")
-    rec = RoundRecord(round=1, outcome="f", n=0, dim=6)
-    assert [c.name for c in s.admission.admit([twin], pop, 6, rec)] == ["twin"]
+    assert [c.name for c in s.admission.admit([twin], pop, 6).accepted] == ["twin"]
 
 
 def test_halving_refits_only_the_finalists_and_scores_every_member() -> None:
@@ -328,7 +321,7 @@ def _context(s: KernelDiscoverySurrogate, outcome: str, n: int) -> RoundContext:
         state=OutcomeState(s._new_population()),
         dataset=dataset,
         search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * 6),
-        rec=RoundRecord(round=len(s.history), outcome=outcome, n=n, dim=6),
+        round=len(s.history),
         history=[r for r in s.history if r.outcome == outcome],
     )
 
@@ -366,15 +359,17 @@ def test_a_fit_over_fit_timeout_is_rejected_only_when_far_slower_than_the_fastes
         return {k: FittedKernel(None, ModelConfig(), 0.1, seconds.get(k)) for k in names}
 
     ctx = _context(s, "f", 10)
-    rec = ctx.rec
     # every fit needs more than fit_timeout (the Humanoid scale on a CPU)
     kept = s.fitter.drop_slow_fits(fitted(RBF=88.0, SL=137.0, big=300.0), ctx)
-    assert set(kept) == {"RBF", "SL", "screened"}  # 300 s > 3 x 88 s; 'screened' had no fit
-    assert [(r.name, r.stage) for r in rec.rejected] == [("big", "timeout")]
-    assert "264.0s" in rec.rejected[0].reason
+    # 300 s > 3 x 88 s; 'screened' had no fit
+    assert set(kept.models) == {"RBF", "SL", "screened"}
+    assert [(r.name, r.stage) for r in kept.report.rejected] == [("big", "timeout")]
+    assert "264.0s" in kept.report.rejected[0].reason
+    assert kept.report.fit_capped == ("RBF", "SL", "big")
     # at a normal scale, fit_timeout is the limit
     kept = s.fitter.drop_slow_fits(fitted(RBF=0.5, SL=59.0, big=61.0), _context(s, "f", 10))
-    assert set(kept) == {"RBF", "SL", "screened"}
+    assert set(kept.models) == {"RBF", "SL", "screened"}
+    assert kept.report.fit_capped == ("big",)
 
 
 def test_a_round_where_every_fit_passes_fit_timeout_still_chooses_a_kernel() -> None:
@@ -613,12 +608,12 @@ def test_an_interrupt_in_one_outcome_s_round_undoes_the_fit_s_other_rounds(
     host, real = s.proposing, s.proposing.propose
     outcomes: list[str] = []
 
-    def interrupted(ctx: RoundContext, round_index: int) -> list[KernelCandidate]:
+    def interrupted(ctx: RoundContext) -> Proposed:
         outcomes.append(ctx.outcome)
         if len(outcomes) == 2:
             monkeypatch.setattr(host, "propose", real)
             raise KeyboardInterrupt
-        return real(ctx, round_index)
+        return real(ctx)
 
     monkeypatch.setattr(host, "propose", interrupted)
     with pytest.raises(KeyboardInterrupt):

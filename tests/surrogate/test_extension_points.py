@@ -18,7 +18,6 @@ from ax_kernel_discovery.baselines.compositional import CompositionalSearchSurro
 from ax_kernel_discovery.population import MemberSummary, base_candidate
 from ax_kernel_discovery.proposers.base import Proposal, Proposer
 from ax_kernel_discovery.proposers.offline import OfflineEvolutionProposer
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import LastChoice, OutcomeState, RoundContext
 
 
@@ -68,11 +67,11 @@ def test_the_strike_rule_is_a_setting(rule: str, struck: str | None) -> None:
         state=state,
         dataset=SupervisedDataset(X, worse, feature_names=names, outcome_names=["f"]),
         search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * 3),
-        rec=RoundRecord(round=1, outcome="f", n=6, dim=3),
+        round=1,
         sign=-1.0,  # minimize: the rows 4.5 and 5 do not beat the best (0)
     )
-    s.steps.strike(ctx, s.state.objective_matrix, {})
-    assert ctx.rec.struck == struck
+    opened = s.steps.strike(ctx, s.state.objective_matrix, {})
+    assert opened.struck == struck
     assert state.population.get("SL").strikes == (1 if struck else 0)
 
 
@@ -111,12 +110,12 @@ def test_the_offline_fallback_honours_the_grammar_and_remembers_its_proposals() 
     )
     s = KernelDiscoverySurrogate(config, proposer_factory=lambda c: Silent())
     pop = s._new_population(6)
-    first = s.proposing.proposal(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6), 0)
+    first = s.proposing.proposal(pop, 6, "f", 0)
     fallback = s.proposing.fallback
     assert isinstance(fallback, OfflineEvolutionProposer) and fallback.grammar == "extended"
     assert first.candidates and all(c.origin == "offline" for c in first.candidates)
     s.state.round_index = 0  # the same round again: a fresh operator would repeat itself
-    again = s.proposing.proposal(pop, 6, "f", RoundRecord(round=0, outcome="f", n=10, dim=6), 0)
+    again = s.proposing.proposal(pop, 6, "f", 0)
     assert s.proposing.fallback is fallback
     assert not {c.key for c in again.candidates} & {c.key for c in first.candidates}
     # the memory is saved with the run and reloaded

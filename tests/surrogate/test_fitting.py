@@ -34,7 +34,6 @@ from ax_kernel_discovery.surrogate.fitting import (
     candidate_model_config,
     fit_in_worker,
 )
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 
 DIM = 4
@@ -70,7 +69,7 @@ def _context(pop: Population, n: int = 14) -> RoundContext:
         state=OutcomeState(pop),
         dataset=dataset,
         search_space_digest=SearchSpaceDigest(feature_names=NAMES, bounds=[(0.0, 1.0)] * DIM),
-        rec=RoundRecord(round=0, outcome="f", n=n, dim=DIM),
+        round=0,
     )
 
 
@@ -79,14 +78,16 @@ def test_the_fitter_fits_and_scores_with_any_model_builder() -> None:
     fitter = KernelFitter(config.fit_options(), build)
     pop = Population(start_candidates()[:3], size=3)
     ctx = _context(pop)
-    models = fitter.fit_all([m.candidate for m in pop], ctx)
+    fits = fitter.fit_all([m.candidate for m in pop], ctx)
+    models = dict(fits.models)
     assert set(models) == {"RBF", "Matern52", "RQ"}
+    assert fits.report.selection == "full" and fits.report.rejected == ()
     for name, fitted in models.items():
         assert fitted.config.name == name and fitted.model is not None
         K, y = prior_covariance(fitted.model)
         # the score is the criterion of the fit, and the fit's seconds are kept with it
         assert fitted.score == float(loo_crps(K, y).detach())
-        assert fitted.refit_seconds == ctx.rec.timings[f"refit:{name}"] > 0
+        assert fitted.refit_seconds == ctx.timings[f"refit:{name}"] > 0
         assert set(ctx.state.warm[name]) == {k for k, _ in fitted.model.named_parameters()}
     # the choice is another step's (choice.py): the best score, or Ax's default model
     choice = Chooser(config.choice_options()).select(models, ctx)
@@ -108,9 +109,9 @@ def test_a_start_rule_decides_where_a_new_kernels_fit_begins() -> None:
     ctx = _context(pop)
     ctx.state.warm["RBF"] = {}
     new = KernelCandidate.model_validate(base_candidate("matern52").model_dump())
-    fitter.fit_and_score(new, ctx, members=[pop.get("RBF").candidate])
+    fits = fitter.fit_and_score(new, ctx, members=[pop.get("RBF").candidate])
     assert seen == [("Matern52", ["RBF"], ["RBF"])]
-    assert ctx.rec.fit_starts == {"custom": 1} and "custom" not in ctx.rec.timings
+    assert fits.report.fit_starts == {"custom": 1} and "custom" not in ctx.timings
     assert KernelFitter(config.fit_options(), build).start_rule is None  # inherit_parameters is off
     assert KernelFitter(
         config.model_copy(update={"inherit_parameters": True}).fit_options(), build
@@ -136,7 +137,7 @@ def test_members_are_fitted_with_kds_attempts() -> None:
     models = KernelFitter(config.fit_options(), build).fit_all(
         [m.candidate for m in pop], _context(pop)
     )
-    fit_options = models["RBF"].config.mll_options["fit_options"]
+    fit_options = models.models["RBF"].config.mll_options["fit_options"]
     assert fit_options["max_attempts"] == MEMBER_FIT_ATTEMPTS
 
 
@@ -232,8 +233,9 @@ def test_a_kernel_that_fails_numerically_is_a_rejection_even_in_strict_mode(
     fitter = KernelFitter(
         KernelDiscoveryConfig(fit_maxiter=5).fit_options(), _raising_builder(error)
     )
-    assert fitter.fit_and_score(start_candidates()[0], ctx) is None
-    (rejection,) = ctx.rec.rejected
+    fits = fitter.fit_and_score(start_candidates()[0], ctx)
+    assert fits.models == {}
+    (rejection,) = fits.report.rejected
     assert rejection.stage == "fit" and type(error).__name__ in rejection.reason
 
 
@@ -248,8 +250,9 @@ def test_a_kernel_whose_own_code_raises_is_a_rejection_even_in_strict_mode() -> 
     cand = KernelCandidate(name="raising", formula="k", origin="discovery", code=code)
     ctx = _context(Population(start_candidates()[:1], size=1))
     fitter = KernelFitter(KernelDiscoveryConfig(fit_maxiter=5).fit_options(), build)
-    assert fitter.fit_and_score(cand, ctx) is None
-    (rejection,) = ctx.rec.rejected
+    fits = fitter.fit_and_score(cand, ctx)
+    assert fits.get(cand.name) is None
+    (rejection,) = fits.report.rejected
     assert rejection.stage == "fit" and "TypeError" in rejection.reason
 
 
@@ -287,9 +290,9 @@ def test_a_bug_in_the_criterion_warns_and_is_recorded_in_a_users_run(
         strict_errors(False),
         pytest.warns(UnexpectedErrorWarning, match=r"scoring \(loo_crps\): ZeroDivisionError"),
     ):
-        models = KernelFitter(config.fit_options(), build).fit_all([m.candidate for m in pop], ctx)
-    assert set(models) == {"Matern52", "RQ"}  # the round goes on with the others
-    (rejection,) = ctx.rec.rejected
+        fits = KernelFitter(config.fit_options(), build).fit_all([m.candidate for m in pop], ctx)
+    assert set(fits.models) == {"Matern52", "RQ"}  # the round goes on with the others
+    (rejection,) = fits.report.rejected
     assert (rejection.name, rejection.stage) == ("RBF", UNEXPECTED)
     assert "ZeroDivisionError" in rejection.reason
 

@@ -92,12 +92,13 @@ def _context(**kwargs: object) -> RoundContext:
 def test_each_members_forecast_of_the_new_rows_is_scored_in_restandardized_units() -> None:
     ctx = _context()
     builder = TinyGPBuilder()
-    scored = _scorer(builder).score_heldout(ctx)
+    found = _scorer(builder).score_heldout(ctx)
+    scored = found.scores
     # the older rows standardized again (mean, ddof=1 std): the units of last round's fit
     X, Y = _data()
     head = Y[:OLD]
     Ys = (Y - head.mean()) / head.std()
-    assert ctx.rec.heldout_units == "restandardized" and not ctx.rec.heldout_failed
+    assert found.units == "restandardized" and not found.failed
     assert set(scored) == set(FITS)
     for name, h in scored.items():
         logpdf, crps = _expected(ctx.state.warm[name], X, Ys, slice(OLD, N))
@@ -114,13 +115,13 @@ def test_members_without_a_forecast_to_score_or_whose_forecast_fails_are_skipped
     ctx = _context()
     del ctx.state.warm["SL"]  # no fit last round: no forecast
     ctx.population.get("RQ").heldout = forecasts([[0.1, 0.2, 0.3]], last_round=0)  # scored
-    scored = _scorer(TinyGPBuilder(fail=["RBF"])).score_heldout(ctx)
-    assert scored == {} and ctx.rec.heldout_failed == ["RBF"]
+    found = _scorer(TinyGPBuilder(fail=["RBF"])).score_heldout(ctx)
+    assert found.scores == {} and found.failed == ("RBF",)
     # a forecast that is not finite is a failure too
     ctx = _context()
     ctx.state.warm["SL"]["covar_module.raw_lengthscale"].fill_(float("nan"))
-    scored = _scorer().score_heldout(ctx)
-    assert set(scored) == {"RBF", "RQ"} and ctx.rec.heldout_failed == ["SL"]
+    found = _scorer().score_heldout(ctx)
+    assert set(found.scores) == {"RBF", "RQ"} and found.failed == ("SL",)
 
 
 @pytest.mark.parametrize(
@@ -132,8 +133,9 @@ def test_nothing_is_scored_without_a_batch_after_two_older_rows(past: list[PastR
         fake_population({name: [] for name in FITS}), past, X=X, Y=Y, warm=_warm(X, Y)
     )
     builder = TinyGPBuilder()
-    assert _scorer(builder).score_heldout(ctx) == {}
-    assert builder.calls == [] and ctx.rec.heldout_units is None
+    found = _scorer(builder).score_heldout(ctx)
+    assert found.scores == {} and found.units is None and found.failed == ()
+    assert builder.calls == []
 
 
 def test_with_rows_keyed_by_trial_the_batch_is_the_unseen_rows_in_the_fits_units() -> None:
@@ -170,8 +172,9 @@ def test_with_rows_keyed_by_trial_the_batch_is_the_unseen_rows_in_the_fits_units
     torch.testing.assert_close(data.Y, Y[order])
     torch.testing.assert_close(data.Yvar, Yvar[order])
     assert float(data.Y.max()) == pytest.approx(2.0)  # the clipped row, (9 - 5) / 2
-    scored = scorer.score_heldout(ctx)
-    assert ctx.rec.heldout_units == "fit" and set(scored) == set(FITS)
+    found = scorer.score_heldout(ctx)
+    scored = found.scores
+    assert found.units == "fit" and set(scored) == set(FITS)
     for name, h in scored.items():
         logpdf, crps = _expected(
             ctx.state.warm[name], X[order], Y[order], slice(len(old), N), Yvar[order]
@@ -195,8 +198,9 @@ def test_keyed_rows_without_the_fits_map_are_restandardized_and_recorded_so() ->
     with_map = round_context(pop, [PastRound(0, OLD)], X=X, Y=Y, rows=rows)
     with_map.state.row_rounds, with_map.state.ymap = ctx.state.row_rounds, YMap()
     assert HeldoutScorer.units(with_map) == "fit"
-    scored = _scorer().score_heldout(ctx)
-    assert ctx.rec.heldout_units == "restandardized" and set(scored) == set(FITS)
+    found = _scorer().score_heldout(ctx)
+    scored = found.scores
+    assert found.units == "restandardized" and set(scored) == set(FITS)
     Ys = (Y - Y[:OLD].mean()) / Y[:OLD].std()
     logpdf, _ = _expected(ctx.state.warm["RBF"], X, Ys, slice(OLD, N))
     assert scored["RBF"].logpdf == pytest.approx(logpdf, rel=1e-8, abs=1e-10)

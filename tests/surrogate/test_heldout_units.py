@@ -60,6 +60,13 @@ class _Spy:
 
         scorer.forecast_data = spy  # type: ignore[method-assign]
 
+    def units(self, ctx: Any) -> str | None:
+        """The held-out units the record of ``ctx``'s round names."""
+        (rec,) = [
+            r for r in self.surrogate.history if (r.round, r.outcome) == (ctx.round, ctx.outcome)
+        ]
+        return rec.heldout_units
+
     def ask(self, n: int) -> dict[int, dict[str, Any]]:
         trials = self.client.get_next_trials(max_trials=n)
         node = self.client._generation_strategy._curr
@@ -114,7 +121,7 @@ def test_the_batch_is_scored_in_the_units_of_the_fit_that_forecast_it(sem: float
     assert any(math.isfinite(hi) for _, hi in clipped)
     fits = spy.transforms  # one per BO ask: fit k made the forecasts scored at fit k + 1
     for k, (ctx, (data, block)) in enumerate(scored, start=1):
-        assert ctx.rows is not None and ctx.rec.heldout_units == "fit"
+        assert ctx.rows is not None and spy.units(ctx) == "fit"
         X = data.X.numpy()
         trials = [next(i for i in raw if np.allclose(_trial_x(client, i), x, atol=1e-9)) for x in X]
         values = np.array([raw[i] for i in trials])
@@ -129,7 +136,7 @@ def test_the_batch_is_scored_in_the_units_of_the_fit_that_forecast_it(sem: float
             )
         # the old rows' targets are exactly what that fit's surrogate was handed
         seen = spy.surrogate.state.outcomes["f"].row_rounds
-        assert all(seen[(trials[i], f"{trials[i]}_0")] < ctx.rec.round for i in range(block[0]))
+        assert all(seen[(trials[i], f"{trials[i]}_0")] < ctx.round for i in range(block[0]))
 
 
 def test_the_batch_is_the_trials_no_earlier_fit_saw() -> None:
@@ -185,4 +192,4 @@ def test_the_record_names_the_units_of_the_branch_that_ran() -> None:
             state.outcomes["f"].ymap = None  # as after a transform the map does not know
     scored = [ctx for ctx, out in spy.forecasts if out is not None]
     assert scored and all(ctx.rows is not None for ctx in scored)
-    assert [ctx.rec.heldout_units for ctx in scored] == ["restandardized"] * len(scored)
+    assert [spy.units(ctx) for ctx in scored] == ["restandardized"] * len(scored)

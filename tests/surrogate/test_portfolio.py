@@ -25,6 +25,7 @@ from ax_kernel_discovery.surrogate.portfolio import (
     batch_rewards,
     hedge_weights,
 )
+from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import row_digests
 from ax_kernel_discovery.surrogate.testing import (
     fake_population,
@@ -189,20 +190,22 @@ def test_the_portfolio_is_the_choice_the_next_fitted_in_order_and_the_kept() -> 
     ctx.state.gains = {"SL": 1.0, "BOCK": -0.5, "RBF": 3.0}
     models = _models(ctx)
     portfolios = _portfolios(portfolio_size=2, portfolio_keep=("BOCK",), portfolio_eta=2.0)
-    portfolios.choose(ctx, Choice(names=["RQ"]), models, objectives=1)
+    shared = portfolios.choose(ctx, Choice(names=["RQ"]), models, objectives=1)
     # RQ chosen; SL is the best of the rest of the order; BOCK is kept. Hedge weights
     # exp(2 G) / sum over (0, 1, -0.5)
     e = [1.0, math.exp(2.0), math.exp(-1.0)]
     shares = {"RQ": e[0] / sum(e), "SL": e[1] / sum(e), "BOCK": e[2] / sum(e)}
-    assert list(ctx.rec.portfolio) == ["RQ", "SL", "BOCK"]
-    assert ctx.rec.portfolio == pytest.approx(shares, rel=1e-12)
+    assert list(shared) == ["RQ", "SL", "BOCK"]
+    assert shared == pytest.approx(shares, rel=1e-12)
     plan = portfolios.plan(6)
     assert plan is not None and sum(count for _, _, count in plan) == 6
     assert all(model is models[name].model for name, model, _ in plan)
     # SL's fit failed: the next fitted member in the order, RBF (Matern52 has no model)
     ctx = _ctx()
-    portfolios.choose(ctx, Choice(names=["RQ"]), _models(ctx, ("SL", "Matern52")), objectives=1)
-    assert list(ctx.rec.portfolio) == ["RQ", "RBF", "BOCK"]
+    shared = portfolios.choose(
+        ctx, Choice(names=["RQ"]), _models(ctx, ("SL", "Matern52")), objectives=1
+    )
+    assert list(shared) == ["RQ", "RBF", "BOCK"]
 
 
 def test_no_portfolio_for_a_guard_round_several_objectives_or_one_fitted_member() -> None:
@@ -217,8 +220,8 @@ def test_no_portfolio_for_a_guard_round_several_objectives_or_one_fitted_member(
     ]
     for choice, unfitted, objectives in cases:
         ctx = _ctx()
-        portfolios.choose(ctx, choice, _models(ctx, unfitted), objectives=objectives)
-        assert portfolios.plan(2) is None and ctx.rec.portfolio == {}
+        shared = portfolios.choose(ctx, choice, _models(ctx, unfitted), objectives=objectives)
+        assert portfolios.plan(2) is None and shared == {}
 
 
 def test_points_are_credited_against_the_batch_when_their_values_arrive() -> None:
@@ -230,7 +233,22 @@ def test_points_are_credited_against_the_batch_when_their_values_arrive() -> Non
     portfolios.record_points("RQ", X[4:6])
     portfolios.record_points("SL", X[6:7])
     portfolios.record_points("RQ", X[7:8])
-    assert ctx.rec.portfolio_points == {"RQ": 3, "SL": 1}
+    assert portfolios.points(ctx.outcome, ctx.round) == {"RQ": 3, "SL": 1}
+    assert portfolios.points(ctx.outcome, ctx.round + 1) == {}  # another round's: none
+    # once the round's record is built (with those points), later points count in it too
+    rec = RoundRecord(
+        round=ctx.round,
+        outcome=ctx.outcome,
+        n=4,
+        dim=2,
+        portfolio_points=portfolios.points(ctx.outcome, ctx.round),
+    )
+    portfolios.attach(rec)
+    portfolios.record_points("SL", X[:1])
+    assert rec.portfolio_points == {"RQ": 3, "SL": 2}
+    state_points = {k: len(v) for k, v in ctx.state.portfolio_points.items()}
+    assert state_points == {"RQ": 3, "SL": 2}
+    ctx.state.portfolio_points["SL"].pop()  # undone: the credit below is of the batch above
     state = ctx.state
     state.gains = {"SL": 0.25}
     state.portfolio_points["Gone"] = row_digests(X[:1])  # a member dropped since
@@ -238,11 +256,11 @@ def test_points_are_credited_against_the_batch_when_their_values_arrive() -> Non
     # the next round: minimization (sign -1), so z = -y; the batch's mean over all points
     nxt = round_context(state.population, past=2, X=X, Y=Y, sign=-1.0)
     nxt.state = state
-    _portfolios(portfolio_size=2).credit(nxt)
+    credited = _portfolios(portfolio_size=2).credit(nxt)
     z = {"RQ": [0.4, -0.1, 2.0], "SL": [-1.5], "Gone": [-0.3]}
     batch = sum(sum(v) for v in z.values()) / 5
     rewards = {k: sum(v) / len(v) - batch for k, v in z.items()}
-    assert nxt.rec.portfolio_rewards == pytest.approx(rewards, rel=1e-12)
+    assert credited == pytest.approx(rewards, rel=1e-12)
     assert state.gains == pytest.approx({"RQ": rewards["RQ"], "SL": 0.25 + rewards["SL"]})
     assert state.portfolio_points == {}  # credited once
 
@@ -251,6 +269,6 @@ def test_nothing_is_credited_before_the_objectives_direction_is_known() -> None:
     X = torch.rand(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     ctx = _ctx(X=X, Y=X.sum(-1, keepdim=True), sign=None)
     ctx.state.portfolio_points = {"RQ": row_digests(X[:2]), "SL": row_digests(X[2:])}
-    _portfolios(portfolio_size=2).credit(ctx)
-    assert ctx.state.gains == {} and ctx.rec.portfolio_rewards == {}
+    assert _portfolios(portfolio_size=2).credit(ctx) == {}
+    assert ctx.state.gains == {}
     assert ctx.state.portfolio_points == {}

@@ -16,7 +16,6 @@ from ax_kernel_discovery.errors import UNEXPECTED, UnexpectedErrorWarning, stric
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.selection_rules import LOOCRPS
 from ax_kernel_discovery.surrogate.round import AllKernelsRejectedWarning, RoundSteps
-from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
 from ax_kernel_discovery.testing import TINY_ACQUISITION, unit_box_client
 
@@ -87,15 +86,14 @@ def test_a_bug_in_every_fit_warns_and_the_users_run_goes_on(
     assert (fallback.name, fallback.stage) == ("*", "fit")
 
 
-def _context(rejected: list[Rejection]) -> RoundContext:
+def _context() -> RoundContext:
     X = torch.rand(4, 2, dtype=torch.float64)
-    rec = RoundRecord(round=3, outcome="f", n=4, dim=2, rejected=rejected)
     return RoundContext(
         outcome="f",
         state=OutcomeState(Population(start_candidates()[:1], size=1)),
         dataset=SupervisedDataset(X, X[:, :1], feature_names=["a", "b"], outcome_names=["f"]),
         search_space_digest=SearchSpaceDigest(feature_names=["a", "b"], bounds=[(0, 1)] * 2),
-        rec=rec,
+        round=3,
     )
 
 
@@ -104,6 +102,6 @@ def test_in_strict_mode_a_fallback_after_unexpected_rejections_raises() -> None:
     strict mode): the fallback refuses them in strict mode."""
     bug = Rejection(name="RBF", stage=UNEXPECTED, reason="fit: KeyError: 'x'")
     with pytest.raises(RuntimeError, match="1 unexpected errors"):
-        RoundSteps._warn_all_rejected(_context([bug]))
+        RoundSteps._warn_all_rejected(_context(), [bug])
     with strict_errors(False), pytest.warns(AllKernelsRejectedWarning, match="KeyError"):
-        RoundSteps._warn_all_rejected(_context([bug]))
+        RoundSteps._warn_all_rejected(_context(), [bug])

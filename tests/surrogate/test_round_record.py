@@ -1,11 +1,15 @@
-"""The round's timer (issue 49): every timing goes through ``RoundRecord.timer``, and no
-module of the surrogate but ``round_record.py`` reads the clock."""
+"""The round's record and timer (issue 49): every timing goes through the round's one
+timer, no module of the surrogate but ``round_record.py`` reads the clock, and the record
+is built once, from the steps' frozen results, by ``RoundRecord.from_steps``: no step
+writes it."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -15,14 +19,24 @@ from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 
 import ax_kernel_discovery.surrogate as surrogate_package
+from ax_kernel_discovery.candidate import Rejection
 from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.gp import KernelDiscoveryGP
 from ax_kernel_discovery.population import Population, start_candidates
 from ax_kernel_discovery.surrogate import round_record
 from ax_kernel_discovery.surrogate.discovered import DiscoveredKernel
 from ax_kernel_discovery.surrogate.fitting import KernelFitter
-from ax_kernel_discovery.surrogate.round_record import RoundRecord, Stopwatch
+from ax_kernel_discovery.surrogate.round_record import RoundRecord, RoundTimer, Stopwatch
 from ax_kernel_discovery.surrogate.state import OutcomeState, RoundContext
+from ax_kernel_discovery.surrogate.steps import (
+    Admitted,
+    Chosen,
+    Ended,
+    FitReport,
+    HeldoutScores,
+    Opened,
+    Proposed,
+)
 
 #: The clock functions of :mod:`time` (what a timing or a deadline would read).
 CLOCKS = {
@@ -50,8 +64,18 @@ def ticks(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return reads
 
 
-def _record() -> RoundRecord:
-    return RoundRecord(round=0, outcome="f", n=8, dim=2)
+class _Timed:
+    """Timings and their timer (what a round context holds)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    def timer(self) -> RoundTimer:
+        return RoundTimer(self.timings)
+
+
+def _record() -> _Timed:
+    return _Timed()
 
 
 def test_a_phase_writes_its_seconds_and_hands_them_on(ticks: list[float]) -> None:
@@ -129,13 +153,15 @@ def test_a_fit_is_timed_by_the_round_timer(ticks: list[float]) -> None:
         state=OutcomeState(Population([cand], size=1)),
         dataset=dataset,
         search_space_digest=SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * dim),
-        rec=RoundRecord(round=0, outcome="f", n=8, dim=dim),
+        round=0,
     )
-    fitted = KernelFitter(
-        KernelDiscoveryConfig(fit_maxiter=5).fit_options(), _builder
-    ).fit_and_score(cand, ctx)
+    fitted = (
+        KernelFitter(KernelDiscoveryConfig(fit_maxiter=5).fit_options(), _builder)
+        .fit_and_score(cand, ctx)
+        .get(cand.name)
+    )
     assert fitted is not None and fitted.refit_seconds == 1.0
-    assert ctx.rec.timings == {f"refit:{cand.name}": 1.0, f"fit:{cand.name}": 2.0}
+    assert ctx.timings == {f"refit:{cand.name}": 1.0, f"fit:{cand.name}": 2.0}
 
 
 def _clock_reads(tree: ast.Module) -> Iterator[tuple[int, str]]:
@@ -183,3 +209,294 @@ def test_the_clock_scan_finds_every_spelling() -> None:
     )
     found = [what for _, what in _clock_reads(ast.parse(source))]
     assert sorted(found) == ["from time import monotonic", "t.time", "time.perf_counter"]
+
+
+# --- the record's one builder -------------------------------------------------------------
+
+
+def _rejection(name: str, stage: str = "fit") -> Rejection:
+    return Rejection(name=name, stage=stage, reason=f"{name} failed")
+
+
+def _steps() -> dict[str, Any]:
+    """Hand-made results of every step of a round."""
+    new = start_candidates()[1]
+    return {
+        "opened": Opened(
+            struck="SL",
+            previous_improved=False,
+            dropped=("SL",),
+            reset=False,
+            portfolio_rewards={"RBF": 0.5},
+            heldout=HeldoutScores(units="fit", failed=("RQ",)),
+        ),
+        "proposed": Proposed(
+            candidates=(new,),
+            rejected=(_rejection("llm", "proposal"),),
+            usage={"tokens": 12.0},
+            llm_used=True,
+            prefetched=True,
+        ),
+        "admitted": Admitted(accepted=(new,), rejected=(_rejection("twin", "duplicate"),)),
+        "fits": FitReport.of(
+            FitReport(selection="full"),  # the choice, fitted first
+            FitReport(rejected=(_rejection("BOCK"),), fit_starts={"inherited": 1}),
+            FitReport(rejected=(_rejection("slow", "timeout"),), fit_capped=("slow",)),
+        ),
+        "chosen": Chosen(
+            chosen="RBF",
+            chosen_formula="k_rbf",
+            chosen_score=0.25,
+            mixture={"RBF": 0.75, "RQ": 0.25},
+            portfolio={"RBF": 0.6, "RQ": 0.4},
+        ),
+        "ended": Ended(
+            accepted=(new.name,),
+            dropped=("BOCK", "slow"),
+            scores={"RBF": 0.25, "RQ": 0.5},
+            fit_scores={"RBF": 1.0, "RQ": 2.0},
+            population=("RBF", "RQ", new.name),
+            population_diversity=0.4,
+            accepted_diversity=None,
+            fits=FitReport(rejected=(_rejection("RQ", "converge"),), fit_starts={"inherited": 2}),
+        ),
+    }
+
+
+def test_the_record_is_built_from_the_steps_results() -> None:
+    steps = _steps()
+    rec = RoundRecord.from_steps(
+        round=4,
+        outcome="f",
+        n=20,
+        dim=3,
+        timings={"propose": 1.0, "total": 3.0},
+        portfolio_points={"RBF": 2},
+        **steps,
+    )
+    new = steps["proposed"].candidates[0].name
+    assert (rec.round, rec.outcome, rec.n, rec.dim) == (4, "f", 20, 3)
+    assert (rec.chosen, rec.chosen_formula, rec.chosen_score) == ("RBF", "k_rbf", 0.25)
+    assert rec.mixture == {"RBF": 0.75, "RQ": 0.25} and not rec.guarded
+    assert rec.portfolio == {"RBF": 0.6, "RQ": 0.4} and rec.portfolio_points == {"RBF": 2}
+    assert rec.portfolio_rewards == {"RBF": 0.5}
+    assert rec.scores == {"RBF": 0.25, "RQ": 0.5} and rec.fit_scores == {"RBF": 1.0, "RQ": 2.0}
+    assert rec.population == ["RBF", "RQ", new] and rec.population_diversity == 0.4
+    assert rec.proposed == [new] and rec.accepted == [new] and rec.accepted_diversity is None
+    # the rejections in the order they were made: proposal, admission, fits, the end's
+    assert [r.name for r in rec.rejected] == ["llm", "twin", "BOCK", "slow", "RQ"]
+    assert rec.dropped == ["SL", "BOCK", "slow"]  # the strike's, then the end's
+    assert (rec.struck, rec.previous_improved, rec.reset) == ("SL", False, False)
+    assert rec.heldout_units == "fit" and rec.heldout_failed == ["RQ"]
+    assert rec.timings == {"propose": 1.0, "total": 3.0}
+    assert rec.proposer_usage == {"tokens": 12.0} and rec.llm_used and rec.llm_failure is None
+    assert rec.prefetched and rec.selection == "full" and rec.finalists is None
+    assert rec.fit_capped == ["slow"] and rec.fit_starts == {"inherited": 3}
+    # the record owns its containers: the step results are not shared with it
+    rec.timings["x"] = 1.0
+    assert "x" not in steps["chosen"].mixture and steps["ended"].population[-1] == new
+    # and it round-trips through the saved state's JSON
+    assert RoundRecord.model_validate_json(rec.model_dump_json()) == rec
+
+
+def test_a_round_without_a_choice_records_no_choice() -> None:
+    """Every kernel failed (no choice), or the round chose at its end (``ended.chosen``)."""
+    steps = {**_steps(), "chosen": None}
+    failed = Ended(rejected=(Rejection(name="*", stage="fit", reason="no kernel"),))
+    rec = RoundRecord.from_steps(
+        round=0, outcome="f", n=5, dim=2, timings={}, **{**steps, "ended": failed}
+    )
+    assert rec.chosen is None and rec.chosen_score is None and rec.mixture == {}
+    assert rec.rejected[-1].name == "*" and rec.population == [] and rec.portfolio_points == {}
+    guard = Chosen(chosen="ax_default", guarded=True)
+    rec = RoundRecord.from_steps(
+        round=0, outcome="f", n=5, dim=2, timings={}, **{**steps, "chosen": guard}
+    )
+    assert rec.guarded and rec.chosen == "ax_default" and rec.chosen_formula is None
+
+
+def test_the_default_step_results_build_the_default_record() -> None:
+    built = RoundRecord.from_steps(
+        round=1,
+        outcome="g",
+        n=9,
+        dim=4,
+        opened=Opened(),
+        proposed=Proposed(),
+        admitted=Admitted(),
+        fits=FitReport(),
+        chosen=None,
+        ended=Ended(),
+        timings={},
+    )
+    assert built == RoundRecord(round=1, outcome="g", n=9, dim=4)
+
+
+def test_fit_reports_add_up_in_order() -> None:
+    a = FitReport(
+        rejected=(_rejection("A"),), fit_starts={"x": 1}, fit_capped=("A",), selection="full"
+    )
+    b = FitReport(
+        rejected=(_rejection("B"),),
+        fit_starts={"y": 1, "x": 2},
+        fit_capped=("B", "A"),
+        selection="halving",
+        finalists=2,
+    )
+    both = a.then(b)
+    assert [r.name for r in both.rejected] == ["A", "B"]
+    assert both.fit_starts == {"x": 3, "y": 1} and both.fit_capped == ("A", "B")
+    assert (both.selection, both.finalists) == ("halving", 2)
+    assert b.then(FitReport()) == b and FitReport().then(a) == a  # None says nothing
+    assert FitReport.of(a, b) == both and FitReport.of() == FitReport()
+    assert a.fit_starts == {"x": 1}  # the reports themselves are unchanged
+
+
+@pytest.mark.parametrize(
+    "result",
+    [Opened(), HeldoutScores(), Proposed(), Admitted(), FitReport(), Chosen(), Ended()],
+    ids=type,
+)
+def test_the_step_results_are_frozen(result: object) -> None:
+    field = dataclasses.fields(result)[0].name  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(result, field, None)
+
+
+#: How a module would name a round's record (``rec``, ``record``, ``ctx.rec``, ...).
+RECORD_NAMES = {"rec", "record"}
+#: The record's fields.
+FIELDS = set(RoundRecord.model_fields)
+#: The methods that change a container in place.
+MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+    "remove",
+    "__setitem__",
+}
+
+
+def _names_a_record(node: ast.expr) -> bool:
+    """``rec``, ``record``, ``x.rec`` or ``x.record``."""
+    if isinstance(node, ast.Name):
+        return node.id in RECORD_NAMES
+    return isinstance(node, ast.Attribute) and node.attr in RECORD_NAMES
+
+
+def _a_field_of_a_record(node: ast.expr) -> bool:
+    """``rec.FIELD``, ``rec.FIELD[...]`` (and so on for every name of a record)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr in FIELDS and _names_a_record(node.value)
+
+
+def _record_writes(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Where a module builds a ``RoundRecord`` (other than by reloading a saved one) or
+    writes one: assigns to a field of a record, or changes a field's container in place;
+    and where it reads ``ctx.rec`` (the round context holds no record)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "RoundRecord":
+                yield node.lineno, "RoundRecord(...)"
+            elif (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "RoundRecord"
+                and func.attr != "model_validate"  # a saved record, reloaded
+            ):
+                yield node.lineno, f"RoundRecord.{func.attr}(...)"
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in MUTATORS
+                and _a_field_of_a_record(func.value)
+            ):
+                yield node.lineno, f"record field .{func.attr}(...)"
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in {"model_copy", "__setattr__"}
+                and _names_a_record(func.value)
+            ):
+                yield node.lineno, f"record.{func.attr}(...)"
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        for target in targets:
+            parts = target.elts if isinstance(target, ast.Tuple) else [target]
+            for part in parts:
+                if isinstance(part, (ast.Attribute, ast.Subscript)) and _a_field_of_a_record(part):
+                    yield node.lineno, "record field ="
+        if isinstance(node, ast.Attribute) and node.attr == "rec":
+            yield node.lineno, ".rec"
+
+
+def test_only_the_builder_makes_or_writes_a_round_record() -> None:
+    """No step writes the round's record: outside ``round_record.py`` no module of the
+    surrogate constructs a ``RoundRecord`` (but by reloading a saved one), assigns to
+    its fields or changes them in place; the runner builds it with ``from_steps``."""
+    folder = Path(surrogate_package.__file__).parent
+    modules = sorted(folder.rglob("*.py"))
+    assert len(modules) > 10
+    writes = {
+        f"{path.relative_to(folder)}:{line}": what
+        for path in modules
+        if path.name != "round_record.py"
+        for line, what in _record_writes(ast.parse(path.read_text(), str(path)))
+    }
+    # one build, at the round's end, and no write
+    assert [(k.split(":")[0], v) for k, v in writes.items()] == [
+        ("runner.py", "RoundRecord.from_steps(...)")
+    ]
+    # in round_record.py, only the builder constructs a record
+    own = ast.parse((folder / "round_record.py").read_text())
+    builds = [
+        f.name
+        for f in ast.walk(own)
+        if isinstance(f, ast.FunctionDef)
+        for n in ast.walk(f)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in {"cls", "RoundRecord"}
+    ]
+    assert builds == ["from_steps"]
+
+
+def test_the_record_scan_finds_every_spelling() -> None:
+    source = (
+        "rec = RoundRecord(round=0, outcome='f', n=1, dim=1)\n"
+        "rec.chosen = 'RBF'\n"
+        "ctx.rec.rejected.append(r)\n"
+        "self.record.timings['total'] += 1.0\n"
+        "rec.guarded, rec.chosen = True, 'x'\n"
+        "record.fit_starts[k] = 1\n"
+        "r = RoundRecord.model_construct()\n"
+        "ok = RoundRecord.model_validate(saved)\n"
+        "ctx.population.add(c)\n"
+        "rec.count_points('RBF', 2)\n"
+        "again = ctx.record.model_copy(update={'chosen': 'RQ'})\n"
+    )
+    found = sorted(what for _, what in _record_writes(ast.parse(source)))
+    assert found == sorted(
+        [
+            "RoundRecord(...)",
+            "record field =",
+            ".rec",
+            "record field .append(...)",
+            "record field =",
+            "record field =",  # the tuple's two fields
+            "record field =",
+            "record field =",
+            "RoundRecord.model_construct(...)",
+            "record.model_copy(...)",
+        ]
+    )
