@@ -8,7 +8,7 @@ from ax.core.search_space import SearchSpaceDigest
 from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch_base import TorchOptConfig
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
-from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosteriorTransform
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.utils.datasets import SupervisedDataset
@@ -140,6 +140,52 @@ def test_models_it_cannot_serve_take_botorchs_path() -> None:
     )
     assert fast._new_rows is None
     assert torch.isfinite(fast(torch.rand(3, 2, DIM, dtype=torch.float64))).all()
+
+
+def test_a_model_list_is_botorchs_qlognei_bit_for_bit_at_a_repeated_pending_point() -> None:
+    """CI's repeated candidate on Ax's online fixture 1 (74555da): Ax builds qLogNEI there
+    on a ModelListGP (the objective and a constrained metric, SEMs), which the new rows do
+    not serve. Its values and gradients are then BoTorch's exactly, also in sequential
+    greedy's second step, where the first candidate is pending (it joins the baseline) and
+    the second one equals it: kd's two acquisition settings compute the same function, and
+    the repeat comes from BoTorch's qLogNEI on that model (its value at a point equal to a
+    baseline point is decided by rounding: the Cholesky jitter of a zero Schur complement)."""
+    X, Y = _data()
+    Z = (Y - Y.mean()) / Y.std()
+    other = torch.sin(3 * X[:, :1]) + X[:, 1:2]
+    model = ModelListGP(
+        SingleTaskGP(X, Z, train_Yvar=_sems(Z)), SingleTaskGP(X, other, train_Yvar=_sems(other))
+    ).eval()
+    assert not serves(model)
+    kwargs = {
+        "objective": GenericMCObjective(lambda samples, X=None: -samples[..., 0]),
+        "constraints": [lambda samples: samples[..., 1] - 0.5],
+    }
+    acqfs = []
+    for cls in (qLogNoisyExpectedImprovement, NewRowsqLogNEI):
+        torch.manual_seed(0)  # the baseline's pruning draws samples
+        acqfs.append(cls(model, X_baseline=X, **kwargs))
+    stock, fast = acqfs
+    assert isinstance(fast, NewRowsqLogNEI) and fast._new_rows is None
+    first = X[:1] + 0.01  # the first candidate, then pending
+    for acqf in (stock, fast):
+        torch.manual_seed(1)  # set_X_pending prunes the baseline again
+        acqf.set_X_pending(first)  # what sequential greedy optimization does
+    assert fast._new_rows is None and torch.equal(fast.X_baseline, stock.X_baseline)
+    g = torch.Generator().manual_seed(4)
+    points = {
+        "the pending point": first.unsqueeze(0),
+        "both at the pending point": first.expand(2, DIM).unsqueeze(0),
+        "a baseline point twice": fast.X_baseline[:1].expand(2, DIM).unsqueeze(0),
+        "random": torch.rand(6, 2, DIM, generator=g, dtype=torch.float64),
+    }
+    for name, Xq in points.items():
+        Xq = Xq.clone().requires_grad_()
+        v_stock, v_fast = stock(Xq), fast(Xq)
+        (g_stock,) = torch.autograd.grad(v_stock.sum(), Xq)
+        (g_fast,) = torch.autograd.grad(v_fast.sum(), Xq)
+        assert torch.equal(v_fast, v_stock), name
+        assert torch.equal(g_fast, g_stock), name
 
 
 @pytest.mark.parametrize("sems", [False, True], ids=["noise_learned", "sems"])
