@@ -34,7 +34,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ax_kernel_discovery.devices import check_device_name, resolve_device
 from ax_kernel_discovery.library_format import library_entries
-from ax_kernel_discovery.options import AdmissionOptions, ChoiceOptions, FitOptions
+from ax_kernel_discovery.options import (
+    AdmissionOptions,
+    ChoiceOptions,
+    FitOptions,
+    HeldoutOptions,
+    PortfolioOptions,
+    RunnerOptions,
+    StepOptions,
+)
 from ax_kernel_discovery.population import start_candidates
 from ax_kernel_discovery.selection_rules import (
     SELECTION_RULES,
@@ -810,6 +818,23 @@ class KernelDiscoveryConfig(BaseModel):
         """What the admission of proposed kernels reads
         (:class:`~ax_kernel_discovery.options.AdmissionOptions`)."""
         return AdmissionOptions.from_config(self)
+
+    def heldout_options(self) -> HeldoutOptions:
+        """What the held-out scorer reads (:class:`~ax_kernel_discovery.options.HeldoutOptions`)."""
+        return HeldoutOptions.from_config(self)
+
+    def portfolio_options(self) -> PortfolioOptions:
+        """What the batch portfolios read
+        (:class:`~ax_kernel_discovery.options.PortfolioOptions`)."""
+        return PortfolioOptions.from_config(self)
+
+    def step_options(self) -> StepOptions:
+        """What the steps around the fits read (:class:`~ax_kernel_discovery.options.StepOptions`)."""
+        return StepOptions.from_config(self)
+
+    def runner_options(self) -> RunnerOptions:
+        """What the round runner reads (:class:`~ax_kernel_discovery.options.RunnerOptions`)."""
+        return RunnerOptions.from_config(self)
 
     def resolved_proposal_format(self) -> Literal["expression", "code"]:
         """``proposal_format`` with ``auto`` resolved: expression for the local model."""

@@ -9,7 +9,15 @@ the config (:meth:`ComponentOptions.from_config`, or the config's ``fit_options(
   (also what a worker process is handed to fit a round's kernels);
 * :class:`ChoiceOptions`: :class:`~ax_kernel_discovery.surrogate.choice.Chooser`;
 * :class:`AdmissionOptions`:
-  :class:`~ax_kernel_discovery.surrogate.admission.CandidateAdmission`.
+  :class:`~ax_kernel_discovery.surrogate.admission.CandidateAdmission`;
+* :class:`HeldoutOptions`: :class:`~ax_kernel_discovery.surrogate.heldout.HeldoutScorer`;
+* :class:`PortfolioOptions`: :class:`~ax_kernel_discovery.surrogate.portfolio.Portfolios`;
+* :class:`StepOptions`: :class:`~ax_kernel_discovery.surrogate.round.RoundSteps`;
+* :class:`RunnerOptions`: :class:`~ax_kernel_discovery.surrogate.runner.RoundRunner`.
+
+The proposer host (:class:`~ax_kernel_discovery.surrogate.proposing.ProposerHost`) keeps
+the config: it builds proposers, and a proposer's registry entry
+(:data:`~ax_kernel_discovery.proposers.from_config.PROPOSERS`) builds it from the config.
 
 Each field has the name and type of the config's field. The values are validated by the
 config (ranges, and the rules between fields); an option model checks their types only.
@@ -35,7 +43,11 @@ __all__ = [
     "ChoiceOptions",
     "ComponentOptions",
     "FitOptions",
+    "HeldoutOptions",
+    "PortfolioOptions",
     "RuleOptions",
+    "RunnerOptions",
+    "StepOptions",
 ]
 
 _OptionsT = TypeVar("_OptionsT", bound="ComponentOptions")
@@ -120,3 +132,53 @@ class AdmissionOptions(ComponentOptions):
     max_kernel_memory_gb: float | None
     memory_probe_n: int
     dedup_threshold: float
+
+
+class HeldoutOptions(ComponentOptions):
+    """What :class:`~ax_kernel_discovery.surrogate.heldout.HeldoutScorer` reads: the fit's
+    time cap of a member refitted to forecast (opt-in)."""
+
+    fit_timeout: float | None
+
+
+class PortfolioOptions(ComponentOptions):
+    """What :class:`~ax_kernel_discovery.surrogate.portfolio.Portfolios` reads: the batch
+    portfolio's size, its kept members and the Hedge learning rate."""
+
+    portfolio_size: int
+    portfolio_eta: float
+    portfolio_keep: tuple[str, ...]
+
+    @property
+    def configured(self) -> bool:
+        """Whether a batch portfolio is asked for (more than one member, or kept ones)."""
+        return self.portfolio_size > 1 or bool(self.portfolio_keep)
+
+
+class StepOptions(RuleOptions):
+    """What :class:`~ax_kernel_discovery.surrogate.round.RoundSteps` reads: the strike
+    rule, the selection rule (whether it keeps forecasts, which members truncation
+    keeps) and the portfolio's kept members (never truncated)."""
+
+    strike_rule: Literal["batch", "none"]
+    portfolio_keep: tuple[str, ...]
+
+
+class RunnerOptions(ComponentOptions):
+    """What :class:`~ax_kernel_discovery.surrogate.runner.RoundRunner` reads: where the
+    fits run (``fit_workers``, ``background_fits``), whether the choice is fitted to
+    convergence (``converge_chosen`` with a ``fit_maxiter`` budget) and which members a
+    batch portfolio fits before the hand-on."""
+
+    fit_workers: int
+    background_fits: Literal["auto", "on", "off"]
+    converge_chosen: bool
+    fit_maxiter: int | None
+    portfolio_size: int
+    portfolio_keep: tuple[str, ...]
+
+    @property
+    def converging(self) -> bool:
+        """Whether the chosen member is fitted on to convergence (``converge_chosen``, with
+        a ``fit_maxiter`` budget for the others; without a budget every fit converges)."""
+        return self.converge_chosen and self.fit_maxiter is not None

@@ -17,6 +17,10 @@ from ax_kernel_discovery.options import (
     ChoiceOptions,
     ComponentOptions,
     FitOptions,
+    HeldoutOptions,
+    PortfolioOptions,
+    RunnerOptions,
+    StepOptions,
 )
 from ax_kernel_discovery.selection_rules import LBOCRPS, RuleSettings
 from ax_kernel_discovery.surrogate import KernelDiscoverySurrogate
@@ -24,6 +28,10 @@ from ax_kernel_discovery.surrogate.admission import CandidateAdmission
 from ax_kernel_discovery.surrogate.choice import Chooser
 from ax_kernel_discovery.surrogate.executors import BackgroundFits, BackgroundJob
 from ax_kernel_discovery.surrogate.fitting import KernelFitter
+from ax_kernel_discovery.surrogate.heldout import HeldoutScorer
+from ax_kernel_discovery.surrogate.portfolio import Portfolios
+from ax_kernel_discovery.surrogate.round import RoundSteps
+from ax_kernel_discovery.surrogate.runner import RoundRunner
 
 SURROGATE = Path(__file__).parents[1] / "ax_kernel_discovery" / "surrogate"
 
@@ -64,6 +72,17 @@ READS: dict[type[ComponentOptions], set[str]] = {
         "memory_probe_n",
         "dedup_threshold",
     },
+    HeldoutOptions: {"fit_timeout"},
+    PortfolioOptions: {"portfolio_size", "portfolio_eta", "portfolio_keep"},
+    StepOptions: {"criterion", "heldout_score", "score_batches", "strike_rule", "portfolio_keep"},
+    RunnerOptions: {
+        "fit_workers",
+        "background_fits",
+        "converge_chosen",
+        "fit_maxiter",
+        "portfolio_size",
+        "portfolio_keep",
+    },
 }
 
 #: The collaborator of each options class, and the module it is in.
@@ -71,6 +90,10 @@ TAKEN_BY: dict[type[ComponentOptions], tuple[type[Any], str]] = {
     FitOptions: (KernelFitter, "fitting.py"),
     ChoiceOptions: (Chooser, "choice.py"),
     AdmissionOptions: (CandidateAdmission, "admission.py"),
+    HeldoutOptions: (HeldoutScorer, "heldout.py"),
+    PortfolioOptions: (Portfolios, "portfolio.py"),
+    StepOptions: (RoundSteps, "round.py"),
+    RunnerOptions: (RoundRunner, "runner.py"),
 }
 
 #: Fields some options read for the selection rule, not their collaborator itself.
@@ -83,7 +106,12 @@ def test_the_configs_options_have_exactly_the_fields_their_collaborator_reads() 
         FitOptions: config.fit_options(),
         ChoiceOptions: config.choice_options(),
         AdmissionOptions: config.admission_options(),
+        HeldoutOptions: config.heldout_options(),
+        PortfolioOptions: config.portfolio_options(),
+        StepOptions: config.step_options(),
+        RunnerOptions: config.runner_options(),
     }
+    assert set(built) == set(READS) == set(TAKEN_BY)
     for cls, options in built.items():
         assert type(options) is cls
         assert set(cls.model_fields) == READS[cls], cls.__name__
@@ -103,13 +131,15 @@ def test_a_collaborator_reads_only_its_options_and_all_of_them(
     todo = list(read)
     while todo:  # and what the options' methods it calls read
         method = getattr(cls, todo.pop(), None)
+        if isinstance(method, property):
+            method = method.fget
         if inspect.isfunction(method):
             found = set(re.findall(r"self\.(\w+)", inspect.getsource(method))) - read
             read |= found
             todo += found
     unread = set(cls.model_fields) - read
     assert not unread or ("selection_rule" in read and unread <= RULE_SETTINGS), unread
-    assert "self.config" not in source  # the whole config is not handed to it
+    assert not re.search(r"self\.config\b", source)  # the whole config is not handed to it
     assert typing.get_type_hints(collaborator.__init__)["options"] is cls
 
 
@@ -148,6 +178,10 @@ def test_the_surrogate_hands_each_collaborator_its_options() -> None:
     assert s.fitter.options == config.fit_options()
     assert s.chooser.options == config.choice_options()
     assert s.admission.options == config.admission_options()
+    assert s.heldout.options == config.heldout_options()
+    assert s.steps.options == config.step_options()
+    assert s.steps.portfolios.options == config.portfolio_options()
+    assert s.runner.options == config.runner_options()
 
 
 def _settings(s: KernelDiscoverySurrogate) -> dict[str, object]:
@@ -171,7 +205,16 @@ def test_setting_the_config_hands_the_collaborators_the_new_settings() -> None:
     )
     s.config = variant
     fresh = _settings(KernelDiscoverySurrogate(variant))
-    assert {"fitter.options", "chooser.options", "admission.options", "runner.config"} <= set(fresh)
+    assert {
+        "fitter.options",
+        "chooser.options",
+        "admission.options",
+        "heldout.options",
+        "steps.options",
+        "steps.portfolios.options",
+        "runner.options",
+        "proposing.config",  # builds proposers from the config (their registry entries)
+    } <= set(fresh)
     assert _settings(s) == fresh
     assert s.config is variant and s.fitter.options.selection == "halving"
 

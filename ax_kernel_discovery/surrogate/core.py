@@ -176,14 +176,24 @@ class KernelDiscoverySurrogate(HookedSurrogate):
             self.proposing.load_state_dict(state)
         self.admission = CandidateAdmission(config.admission_options())
         self.fitter = KernelFitter(config.fit_options(), model_builder(self), start_rule)
-        self.heldout = HeldoutScorer(config, model_builder(self))
+        self.heldout = HeldoutScorer(config.heldout_options(), model_builder(self))
         self.chooser = Chooser(config.choice_options())
-        portfolios = Portfolios(config, self.chooser)
+        portfolios = Portfolios(config.portfolio_options(), self.chooser)
         self.steps = RoundSteps(
-            config, self.admission, self.chooser, self.heldout, portfolios, model_builder(self)
+            config.step_options(),
+            self.admission,
+            self.chooser,
+            self.heldout,
+            portfolios,
+            model_builder(self),
         )
         self.runner = RoundRunner(
-            config, self.fitter, self.chooser, self.steps, self.proposing, self._keep_record
+            config.runner_options(),
+            self.fitter,
+            self.chooser,
+            self.steps,
+            self.proposing,
+            self._keep_record,
         )
         self._record_only = False  # see record_only()
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
@@ -214,8 +224,11 @@ class KernelDiscoverySurrogate(HookedSurrogate):
         their own options get them anew (``benchmarks/selection_agreement.py`` runs a
         deep copy of a surrogate under a variant's settings)."""
         self._config = value
-        for step in self.proposing, self.heldout, self.steps, self.steps.portfolios, self.runner:
-            step.config = value
+        self.proposing.config = value
+        self.heldout.options = value.heldout_options()
+        self.steps.options = value.step_options()
+        self.steps.portfolios.options = value.portfolio_options()
+        self.runner.options = value.runner_options()
         self.admission.options = value.admission_options()
         self.fitter.options = value.fit_options()
         self.chooser.options = value.choice_options()

@@ -17,8 +17,8 @@ import torch
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.errors import KernelFailure, is_kernel_failure, unexpected
+from ax_kernel_discovery.options import HeldoutOptions
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.selection import (
     gaussian_crps,
@@ -41,13 +41,14 @@ class HeldoutScorer:
     """Scores last round's forecasts of each member (``criterion="prequential"``).
 
     Args:
-        config: The surrogate's settings (``fit_timeout``).
+        options: Its settings (:class:`~ax_kernel_discovery.options.HeldoutOptions`:
+            ``fit_timeout``).
         build_model: Builds a kernel's GP at given hyperparameters
             (:class:`~.fitting.ModelBuilder`; no fit is made).
     """
 
-    def __init__(self, config: KernelDiscoveryConfig, build_model: ModelBuilder) -> None:
-        self.config = config
+    def __init__(self, options: HeldoutOptions, build_model: ModelBuilder) -> None:
+        self.options = options
         self.build_model = build_model
 
     def score_heldout(self, ctx: RoundContext) -> HeldoutScores:
@@ -76,7 +77,7 @@ class HeldoutScorer:
             if warm is None or any(h.round == last.round for h in member.heldout):
                 continue
             config = candidate_model_config(
-                member.candidate, self.config.fit_timeout, max_attempts=MEMBER_FIT_ATTEMPTS
+                member.candidate, self.options.fit_timeout, max_attempts=MEMBER_FIT_ATTEMPTS
             )
             try:
                 model = self.build_model(data, ctx.search_space_digest, config, warm, False)

@@ -40,7 +40,7 @@ import numpy as np
 from botorch.models.model import Model
 from torch import Tensor
 
-from ax_kernel_discovery.config import KernelDiscoveryConfig
+from ax_kernel_discovery.options import PortfolioOptions
 from ax_kernel_discovery.surrogate.choice import Choice, Chooser
 from ax_kernel_discovery.surrogate.fitting import FittedKernel
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
@@ -145,13 +145,13 @@ class Portfolios:
     not saved), and the credit of last round's members.
 
     Args:
-        config: The surrogate's settings (``portfolio_size``, ``portfolio_keep``,
-            ``portfolio_eta``).
+        options: Its settings (:class:`~ax_kernel_discovery.options.PortfolioOptions`:
+            ``portfolio_size``, ``portfolio_keep``, ``portfolio_eta``).
         chooser: The choice step, whose order ranks the members after the chosen one.
     """
 
-    def __init__(self, config: KernelDiscoveryConfig, chooser: Chooser) -> None:
-        self.config = config
+    def __init__(self, options: PortfolioOptions, chooser: Chooser) -> None:
+        self.options = options
         self.chooser = chooser
         self.by_outcome: dict[str, Portfolio] = {}
 
@@ -167,7 +167,7 @@ class Portfolios:
     def configured(self) -> bool:
         """Whether the settings ask for a batch portfolio (``portfolio_size``,
         ``portfolio_keep``)."""
-        return self.config.portfolio_size > 1 or bool(self.config.portfolio_keep)
+        return self.options.configured
 
     def check_outcomes(self, outcomes: Sequence[str]) -> None:
         """Refuse a batch portfolio on an experiment that models several outcomes.
@@ -181,8 +181,8 @@ class Portfolios:
         """
         if self.configured and len(outcomes) > 1:
             raise ValueError(
-                f"a batch portfolio (portfolio_size={self.config.portfolio_size}, "
-                f"portfolio_keep={self.config.portfolio_keep}) shares a batch among the "
+                f"a batch portfolio (portfolio_size={self.options.portfolio_size}, "
+                f"portfolio_keep={self.options.portfolio_keep}) shares a batch among the "
                 f"members of one outcome, and this experiment models {len(outcomes)} "
                 f"outcomes ({', '.join(outcomes)}: several objectives, an outcome "
                 "constraint or a tracking metric): set portfolio_size=1 and "
@@ -209,13 +209,13 @@ class Portfolios:
         fitted = {n for n, v in models.items() if v.model is not None}
         names = [choice.names[0]]
         names += [n for n in order if n in fitted and n not in names][
-            : self.config.portfolio_size - 1
+            : self.options.portfolio_size - 1
         ]
-        names += [n for n in self.config.portfolio_keep if n in fitted and n not in names]
+        names += [n for n in self.options.portfolio_keep if n in fitted and n not in names]
         if len(names) < 2:
             return {}
         weights = hedge_weights(
-            [ctx.state.gains.get(n, 0.0) for n in names], self.config.portfolio_eta
+            [ctx.state.gains.get(n, 0.0) for n in names], self.options.portfolio_eta
         )
         portfolio = Portfolio(
             names,

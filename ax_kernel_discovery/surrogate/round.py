@@ -39,9 +39,9 @@ from ax.generators.torch.botorch_modular.utils import ModelConfig
 from botorch.models.model import Model
 
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.errors import UNEXPECTED, is_strict
 from ax_kernel_discovery.mixture import KernelMixtureModel
+from ax_kernel_discovery.options import StepOptions
 from ax_kernel_discovery.population import HeldOut
 from ax_kernel_discovery.surrogate.admission import CandidateAdmission
 from ax_kernel_discovery.surrogate.choice import GUARD_NAME, Choice, Chooser
@@ -78,7 +78,7 @@ class RoundSteps:
     the background alike.
 
     Args:
-        config: The surrogate's settings.
+        options: Its settings (:class:`~ax_kernel_discovery.options.StepOptions`).
         admission: The candidate checks.
         chooser: The choice step.
         heldout: The held-out forecast scores (a rule that judges forecasts).
@@ -88,14 +88,14 @@ class RoundSteps:
 
     def __init__(
         self,
-        config: KernelDiscoveryConfig,
+        options: StepOptions,
         admission: CandidateAdmission,
         chooser: Chooser,
         heldout: HeldoutScorer,
         portfolios: Portfolios,
         build_model: ModelBuilder,
     ) -> None:
-        self.config = config
+        self.options = options
         self.admission = admission
         self.chooser = chooser
         self.heldout = heldout
@@ -115,7 +115,7 @@ class RoundSteps:
         rewards = self.portfolios.credit(ctx)
         reset = ctx.population.reset_if_empty()
         heldout = HeldoutScores()
-        if self.config.selection_rule().scores_forecasts:
+        if self.options.selection_rule().scores_forecasts:
             with ctx.timer().phase("heldout"):
                 heldout = self.heldout.score_heldout(ctx)
                 self._keep_forecasts(ctx, heldout.scores)
@@ -141,7 +141,7 @@ class RoundSteps:
             The verdict (``previous_improved``), the struck member and whether it was
             dropped (the rest of :class:`~.steps.Opened` is left at its defaults).
         """
-        if self.config.strike_rule == "none":
+        if self.options.strike_rule == "none":
             return Opened()
         last = ctx.state.last_choice
         if last is None:
@@ -176,7 +176,7 @@ class RoundSteps:
 
     def _keep_forecasts(self, ctx: RoundContext, scored: Mapping[str, HeldOut]) -> None:
         """Each member keeps its forecasts of the last ``score_batches`` batches."""
-        window = self.config.score_batches
+        window = self.options.score_batches
         for member in ctx.population:
             if member.name in scored:
                 member.heldout = [*member.heldout, scored[member.name]][-window:]
@@ -377,12 +377,12 @@ class RoundSteps:
         ``prequential``, kernels that have not forecast a batch yet). Returns the round's
         scores, its fit scores (a rule that scores forecasts) and the members dropped."""
         pop = ctx.population
-        rule = self.config.selection_rule()
+        rule = self.options.selection_rule()
         scores = dict(choice.scores)
         fit_scores = {k: v.score for k, v in models.items()} if rule.scores_forecasts else {}
         protect = [] if choice.guarded else list(choice.names)
         # members with a share of every batch whatever their forecasts: truncation, which
         # ranks by forecasts, would take that share away (they still leave when struck)
-        protect += list(self.config.portfolio_keep)
+        protect += list(self.options.portfolio_keep)
         protect += rule.protected(pop)  # prequential: new kernels, not yet forecast
         return scores, fit_scores, tuple(ctx.state.truncate(protect=protect))

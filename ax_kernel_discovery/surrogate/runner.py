@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ax_kernel_discovery.candidate import KernelCandidate
-from ax_kernel_discovery.config import KernelDiscoveryConfig
 from ax_kernel_discovery.devices import usable_cores
+from ax_kernel_discovery.options import RunnerOptions
 from ax_kernel_discovery.surrogate.choice import Choice, Chooser, EarlyChoice
 from ax_kernel_discovery.surrogate.executors import (
     BackgroundFits,
@@ -101,7 +101,7 @@ class RoundRunner:
     """Runs a round's steps in order (see the module docstring).
 
     Args:
-        config: The surrogate's settings.
+        options: Its settings (:class:`~ax_kernel_discovery.options.RunnerOptions`).
         fitter: Fits and scores kernels.
         chooser: The choice step.
         steps: The steps around the fits.
@@ -111,14 +111,14 @@ class RoundRunner:
 
     def __init__(
         self,
-        config: KernelDiscoveryConfig,
+        options: RunnerOptions,
         fitter: KernelFitter,
         chooser: Chooser,
         steps: RoundSteps,
         proposing: ProposerHost,
         keep: Callable[[RoundRecord], None],
     ) -> None:
-        self.config = config
+        self.options = options
         self.fitter = fitter
         self.chooser = chooser
         self.steps = steps
@@ -133,10 +133,10 @@ class RoundRunner:
         """Where this round's fits run: in the background (``background_fits``: a CPU run
         whose surrogate builds models the Ax way, ``ax_builder``, in a round fitted in full,
         without ``fit_workers``), in ``fit_workers`` worker processes, or here."""
-        workers = self.config.fit_workers
+        workers = self.options.fit_workers
         if workers > 1:
             return WorkerProcessFits(workers)
-        mode = self.config.background_fits
+        mode = self.options.background_fits
         if (
             mode == "off"
             or ctx.dataset.X.device.type != "cpu"
@@ -177,7 +177,7 @@ class RoundRunner:
         cands = [m.candidate for m in ctx.population] + accepted
         executor = self.executor(ctx, ax_builder)
         deferred = isinstance(executor, BackgroundFits)
-        converging = self.config.converge_chosen and self.config.fit_maxiter is not None
+        converging = self.options.converging
         early = self.chooser.choice_before_fits(ctx) if deferred or converging else None
         fit_and_score = Stopwatch()
         first = None
@@ -241,12 +241,12 @@ class RoundRunner:
         """
         report = FitReport(selection="full")
         by_name = {c.name: c for c in cands}
-        converge = self.config.converge_chosen
+        converge = self.options.converge_chosen
         models: dict[str, FittedKernel] = {}
         choice = Choice(names=[], guarded=True) if early.guarded else None
         tried: set[str] = set()
         portfolio = self.steps.portfolios.wanted(n_objectives)
-        wanted = self.config.portfolio_size if portfolio else 1
+        wanted = self.options.portfolio_size if portfolio else 1
         for name in early.ranked:
             if len(models) >= wanted:
                 break
@@ -261,7 +261,7 @@ class RoundRunner:
         if choice is None:
             return None, report
         if not choice.guarded and portfolio:
-            for name in self.config.portfolio_keep:
+            for name in self.options.portfolio_keep:
                 if name in by_name and name not in tried:
                     tried.add(name)
                     one = self.fitter.fit_and_score(

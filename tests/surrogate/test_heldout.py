@@ -80,7 +80,7 @@ def _expected(
 
 
 def _scorer(builder: TinyGPBuilder | None = None) -> HeldoutScorer:
-    return HeldoutScorer(KernelDiscoveryConfig(), builder or TinyGPBuilder())
+    return HeldoutScorer(KernelDiscoveryConfig().heldout_options(), builder or TinyGPBuilder())
 
 
 def _context(**kwargs: object) -> RoundContext:

@@ -165,7 +165,7 @@ def _portfolios(**fields: Any) -> Portfolios:
     config = KernelDiscoveryConfig(
         **{"guard_rounds": 0, "keep_kernels": (), "tie_break": "none", **fields}
     )
-    return Portfolios(config, Chooser(config.choice_options()))
+    return Portfolios(config.portfolio_options(), Chooser(config.choice_options()))
 
 
 def _ctx(**kwargs: Any) -> Any:
