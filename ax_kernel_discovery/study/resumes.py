@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESUMES_END", "RESUMES_START", "resumed_runs", "resumes_block", "write_resumes"]
+__all__ = [
+    "RESUMES_END",
+    "RESUMES_START",
+    "resumed_runs",
+    "resumes_block",
+    "study_runs_files",
+    "write_resumes",
+]
 
 RESUMES_START = (
     "<!-- resumed runs: generated from the result files by "
@@ -101,8 +108,14 @@ def write_resumes(runs_md: str | Path, folder: str | Path | None = None) -> bool
     return new != text
 
 
+def study_runs_files(results: Path) -> list[Path]:
+    """The ``RUNS.md`` of every study folder under ``results``: the hold-out rounds' and
+    the cost protocol's (its tuning runs)."""
+    return sorted(results.glob("holdout*/RUNS.md")) + [results / "cost" / "RUNS.md"]
+
+
 if __name__ == "__main__":  # pragma: no cover - the command the markers name
     given = [Path(a) for a in sys.argv[1:]]
-    for target in given or sorted(Path("benchmarks/results").glob("holdout*/RUNS.md")):
+    for target in given or study_runs_files(Path("benchmarks/results")):
         changed = write_resumes(target)
         print(f"{target}: {'rewritten' if changed else 'unchanged'}")

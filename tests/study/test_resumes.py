@@ -10,6 +10,7 @@ from ax_kernel_discovery.study.resumes import (
     RESUMES_START,
     resumed_runs,
     resumes_block,
+    study_runs_files,
     write_resumes,
 )
 
@@ -51,9 +52,11 @@ def test_resumed_runs_are_read_from_the_sessions_of_each_result_file(tmp_path: P
 
 
 def test_every_rounds_runs_md_lists_the_resumes_its_files_record() -> None:
-    """The committed RUNS.md of each hold-out round is current (rewrite with
-    ``python -m ax_kernel_discovery.study.resumes``)."""
-    for runs_md in sorted((ROOT / "benchmarks" / "results").glob("holdout*/RUNS.md")):
+    """The committed RUNS.md of each hold-out round and of the cost protocol's tuning runs
+    is current (rewrite with ``python -m ax_kernel_discovery.study.resumes``)."""
+    files = study_runs_files(ROOT / "benchmarks" / "results")
+    assert (ROOT / "benchmarks/results/cost/RUNS.md") in files
+    for runs_md in files:
         text = runs_md.read_text()
         block = text.split(RESUMES_START, 1)[1].split(RESUMES_END, 1)[0].strip()
         assert block == resumes_block(runs_md.parent), f"{runs_md}: run the resumes command"
