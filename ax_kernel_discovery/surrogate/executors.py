@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol
 
@@ -241,9 +241,7 @@ class BackgroundFits:
         job = BackgroundJob(fitter.options, fitter.start_rule, list(cands), list(members), ctx)
         future: Future[BackgroundResult] | None = None
         if job.cands:
-            worker_job = BackgroundJob(
-                job.options, job.start_rule, job.cands, job.members, ctx.for_worker()
-            )
+            worker_job = replace(job, ctx=ctx.for_worker())  # what crosses to the worker
             try:
                 future = shared_pool(1, user=self.user).submit(fit_round_in_worker, worker_job)
             except SUBMIT_FAILURES as e:  # the fits then run here, when waited for
