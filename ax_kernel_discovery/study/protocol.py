@@ -201,12 +201,17 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
 
 COST_CANDIDATES: dict[str, dict[str, Any]] = {
     "converge_chosen_50": {"fit_maxiter": 50, "converge_chosen": True},
+    "converge_chosen_200": {"fit_maxiter": 200, "converge_chosen": True},
 }
 """The cheap default's candidates (``benchmarks/results/cost/PROTOCOL.md``): each variant's
 :class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields, changed from today's default,
 committed before its first run. ``converge_chosen_50``: the member that drives the
 acquisition is fitted to convergence, as Ax fits its model; every other member gets 50
-warm-started L-BFGS steps (a new kernel 200), the previous default's budget."""
+warm-started L-BFGS steps (a new kernel 200), the previous default's budget.
+``converge_chosen_200`` (added after ``converge_chosen_50`` failed on hartmann6_100, before
+any run of its own): the same, with 200 warm-started steps for every other member (a new
+kernel 800), so that the members whose forecasts the prequential choice reads are fitted
+closer to convergence."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same
