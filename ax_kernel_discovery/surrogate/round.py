@@ -209,7 +209,7 @@ class RoundSteps:
     def end(
         self,
         ctx: RoundContext,
-        accepted: list[KernelCandidate],
+        accepted: Sequence[KernelCandidate],
         models: dict[str, FittedKernel],
         objectives: Objectives,
         handed: Choice | None = None,

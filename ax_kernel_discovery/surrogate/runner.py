@@ -66,7 +66,6 @@ class OpenRound:
 
     Attributes:
         ctx: The round.
-        accepted: The new kernels it fits.
         members: All its kernels, in the round's order (members, then new kernels).
         objectives: Ax's objectives.
         choice: The choice handed on before the fits (``None``: the round chooses from
@@ -83,7 +82,6 @@ class OpenRound:
     """
 
     ctx: RoundContext
-    accepted: list[KernelCandidate]
     members: list[KernelCandidate]
     objectives: Objectives
     choice: Choice | None
@@ -173,8 +171,7 @@ class RoundRunner:
         opened = self.steps.open(ctx, objectives, rows)
         proposed = self.proposing.propose(ctx)
         admitted = self.steps.admit(ctx, proposed.candidates)
-        accepted = list(admitted.accepted)
-        cands = [m.candidate for m in ctx.population] + accepted
+        cands = [m.candidate for m in ctx.population] + list(admitted.accepted)
         executor = self.executor(ctx, ax_builder)
         deferred = isinstance(executor, BackgroundFits)
         converging = self.options.converging
@@ -202,7 +199,6 @@ class RoundRunner:
         timer.record("fit_and_score", fit_and_score)
         self.open_rounds[ctx.outcome] = OpenRound(
             ctx,
-            accepted,
             members,
             objectives,
             choice,
@@ -245,32 +241,31 @@ class RoundRunner:
         models: dict[str, FittedKernel] = {}
         choice = Choice(names=[], guarded=True) if early.guarded else None
         tried: set[str] = set()
-        portfolio = self.steps.portfolios.wanted(n_objectives)
-        wanted = self.options.portfolio_size if portfolio else 1
-        for name in early.ranked:
-            if len(models) >= wanted:
-                break
+
+        def fit(name: str) -> bool:
+            """Fit ``name`` (tried, its report added); whether its fit succeeded."""
+            nonlocal report
             tried.add(name)
             one = self.fitter.fit_and_score(by_name[name], ctx, members=cands, converge=converge)
             report = report.then(one.report)
             fitted = one.get(name)
             if fitted is not None:
                 models[name] = fitted
-                if choice is None:
-                    choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
+            return fitted is not None
+
+        portfolio = self.steps.portfolios.wanted(n_objectives)
+        wanted = self.options.portfolio_size if portfolio else 1
+        for name in early.ranked:
+            if len(models) >= wanted:
+                break
+            if fit(name) and choice is None:
+                choice = Choice(names=[name], counts=[1], weights=[1.0], scores=early.scores)
         if choice is None:
             return None, report
         if not choice.guarded and portfolio:
             for name in self.options.portfolio_keep:
                 if name in by_name and name not in tried:
-                    tried.add(name)
-                    one = self.fitter.fit_and_score(
-                        by_name[name], ctx, members=cands, converge=converge
-                    )
-                    report = report.then(one.report)
-                    fitted = one.get(name)
-                    if fitted is not None:
-                        models[name] = fitted
+                    fit(name)
         return (choice, models, tried), report
 
     def end(self, outcome: str) -> Handed | None:
@@ -300,7 +295,7 @@ class RoundRunner:
         ]
         handed, ended = self.steps.end(
             ctx,
-            open_round.accepted,
+            open_round.admitted.accepted,
             dict(kept.models),
             open_round.objectives,
             handed=open_round.choice,
