@@ -34,6 +34,7 @@ from ax_kernel_discovery.surrogate.steps import (
     FitReport,
     Opened,
     Proposed,
+    rejections,
 )
 
 
@@ -153,7 +154,7 @@ class RoundRecord(BaseModel):
             population=list(ended.population),
             proposed=proposed.names,
             accepted=list(ended.accepted),
-            rejected=[*proposed.rejected, *admitted.rejected, *report.rejected, *ended.rejected],
+            rejected=rejections(proposed, admitted, report, ended),
             dropped=[*opened.dropped, *ended.dropped],
             struck=opened.struck,
             previous_improved=opened.previous_improved,

@@ -51,7 +51,14 @@ from ax_kernel_discovery.surrogate.proposing import ProposerHost
 from ax_kernel_discovery.surrogate.round import Handed, Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord, Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
-from ax_kernel_discovery.surrogate.steps import Admitted, Chosen, FitReport, Opened, Proposed
+from ax_kernel_discovery.surrogate.steps import (
+    Admitted,
+    Chosen,
+    FitReport,
+    Opened,
+    Proposed,
+    rejections,
+)
 from ax_kernel_discovery.surrogate.trial_rows import FitRows
 
 __all__ = ["OpenRound", "RoundRunner"]
@@ -288,11 +295,7 @@ class RoundRunner:
         order = [c.name for c in members if c.name in fitted]
         kept = self.fitter.drop_slow_fits({k: fitted[k] for k in order}, ctx)
         report = FitReport.of(open_round.fitted, fits.report, kept.report)
-        so_far = [
-            *open_round.proposed.rejected,
-            *open_round.admitted.rejected,
-            *report.rejected,
-        ]
+        so_far = rejections(open_round.proposed, open_round.admitted, report)
         handed, ended = self.steps.end(
             ctx,
             open_round.admitted.accepted,

@@ -36,6 +36,7 @@ __all__ = [
     "HeldoutScores",
     "Opened",
     "Proposed",
+    "rejections",
 ]
 
 
@@ -209,3 +210,19 @@ class Ended:
     rejected: tuple[Rejection, ...] = ()
     fits: FitReport = field(default_factory=FitReport)
     chosen: Chosen | None = None
+
+
+def rejections(*results: Proposed | Admitted | FitReport | Ended) -> list[Rejection]:
+    """The rejections of a round's step results, in the order given.
+
+    The one place a round's rejections are put together: the end's warning when every
+    kernel was rejected reads the proposal's, the admission's and the fits' so far, and
+    the record (:meth:`~.round_record.RoundRecord.from_steps`) the same, then the end's.
+
+    Args:
+        results: Step results, in the order their steps ran.
+
+    Returns:
+        Their rejections, each result's in its own order.
+    """
+    return [rejection for result in results for rejection in result.rejected]

@@ -36,6 +36,7 @@ from ax_kernel_discovery.surrogate.steps import (
     HeldoutScores,
     Opened,
     Proposed,
+    rejections,
 )
 
 #: The clock functions of :mod:`time` (what a timing or a deadline would read).
@@ -297,6 +298,20 @@ def test_the_record_is_built_from_the_steps_results() -> None:
     assert "x" not in steps["chosen"].mixture and steps["ended"].population[-1] == new
     # and it round-trips through the saved state's JSON
     assert RoundRecord.model_validate_json(rec.model_dump_json()) == rec
+
+
+def test_the_rejections_so_far_are_the_records_but_the_ends() -> None:
+    """The end's warning (every kernel rejected) reads the rejections the record keeps,
+    before the end's own: one helper puts both together, so they cannot drift apart."""
+    steps = _steps()
+    so_far = rejections(steps["proposed"], steps["admitted"], steps["fits"])
+    assert [r.name for r in so_far] == ["llm", "twin", "BOCK", "slow"]
+    end = Ended(rejected=(_rejection("*", "fit"),))
+    rec = RoundRecord.from_steps(
+        round=0, outcome="f", n=5, dim=2, timings={}, **{**steps, "ended": end}
+    )
+    assert rec.rejected == [*so_far, *end.rejected]
+    assert rejections() == [] and rejections(Proposed()) == []
 
 
 def test_a_round_without_a_choice_records_no_choice() -> None:
