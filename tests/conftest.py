@@ -11,6 +11,12 @@
   that an error that is no kernel failure (a bug) raises instead of becoming a recorded
   rejection. Tests of a user's run (a warning, and the run goes on) turn it off with
   ``ax_kernel_discovery.errors.strict_errors(False)`` or ``monkeypatch.setenv``.
+* One warm background worker per test process: the suite holds the process's shared
+  one-worker pool (:func:`ax_kernel_discovery.surrogate.worker.shared_pool`) between
+  tests, as one long user session would, so that each test's surrogate does not start a
+  fresh interpreter and import the package again (seconds per test). Tests of the pool's
+  own life shut the shared pools down first (``shutdown_shared_pools``); the next test
+  starts a new one.
 """
 
 from __future__ import annotations
@@ -50,6 +56,24 @@ def _loopback_only_connect(self: socket.socket, address):  # type: ignore[no-unt
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only_connect)
+
+
+class _SuiteSession:
+    """The suite's hold on the shared one-worker pool (a user, held weakly by the pool)."""
+
+
+_SUITE_SESSION = _SuiteSession()
+
+
+@pytest.fixture(autouse=True)
+def _warm_background_worker() -> None:
+    """Keep (or start) this process's shared one-worker pool with the suite as a user: a
+    surrogate's ``close()`` then releases only its own hold, and the next test's
+    background fits go to the same warm worker (its calls carry all they need: the
+    background-vs-in-process equality tests hold with it)."""
+    from ax_kernel_discovery.surrogate.worker import shared_pool
+
+    shared_pool(1, user=_SUITE_SESSION)
 
 
 @pytest.fixture

@@ -10,19 +10,31 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.parametrize(
+    "rounds",
+    [
+        1,  # the guard round: Ax's default model, no score to print
+        pytest.param(2, marks=pytest.mark.slow),  # then a round that chose by its score
+    ],
+)
 def test_the_quickstart_prints_every_round_the_guard_round_included(
-    capsys: pytest.CaptureFixture[str],
+    rounds: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The default suite runs the quickstart's guard round (a scored round's line, from the
+    same history, is the README snippet's: ``tests/test_docs.py``); the slow session one
+    more round."""
     spec = importlib.util.spec_from_file_location("quickstart", ROOT / "examples" / "quickstart.py")
     assert spec is not None and spec.loader is not None
     quickstart = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(quickstart)
-    quickstart.main(["--dim", "10", "--sobol", "8", "--rounds", "2", "--batch", "2"])
+    quickstart.main(["--dim", "10", "--sobol", "8", "--rounds", str(rounds), "--batch", "2"])
     out = capsys.readouterr().out
-    rounds = [line for line in out.splitlines() if line.startswith("round ")]
-    assert len(rounds) == 2
+    lines = [line for line in out.splitlines() if line.startswith("round ")]
+    assert len(lines) == rounds
     # the first BO round hands the acquisition Ax's default model: no score to print
-    assert "chose AxDefault" in rounds[0] and "PREQUENTIAL -  " in rounds[0]
+    assert "chose AxDefault" in lines[0] and "PREQUENTIAL -  " in lines[0]
+    if rounds > 1:
+        assert "chose AxDefault" not in lines[1] and "PREQUENTIAL -  " not in lines[1]
     assert "best value" in out and "best kernel" in out
 
 

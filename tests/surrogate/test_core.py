@@ -402,7 +402,6 @@ def test_parsimony_prefers_fewer_hyperparameters_among_near_ties() -> None:
 
 
 def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
-    from ax_kernel_discovery.selection import lbo_crps, prior_covariance
     from ax_kernel_discovery.surrogate import RoundRecord
 
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="lbo_crps", score_batches=2))
@@ -414,6 +413,11 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     loo = KernelDiscoverySurrogate(KernelDiscoveryConfig(criterion="loo_crps"))
     loo.history = s.history
     assert loo.fitter._score_blocks(_context(loo, "f", 65), 65) is None  # loo_crps: no blocks
+
+
+@pytest.mark.slow  # the blocks are the unit test's above; this is the whole Client loop
+def test_lbo_crps_scores_the_last_batch_in_a_client_run() -> None:
+    from ax_kernel_discovery.selection import lbo_crps, prior_covariance
 
     config = CONFIG.model_copy(update={"criterion": "lbo_crps", "score_batches": 1})
     client = make_client(config)
@@ -428,6 +432,7 @@ def test_lbo_crps_scores_the_last_batches_a_round_added() -> None:
     assert rec.chosen_score == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow  # the inheritance itself: tests/test_inheritance.py; this is a Client run
 def test_new_composites_inherit_their_members_fitted_parameters() -> None:
     client = make_client(CONFIG.model_copy(update={"inherit_parameters": True}))
     for q in (10, 4, 4, 4):
