@@ -384,8 +384,9 @@ class KernelDiscoveryConfig(BaseModel):
         "auto",
         description="Under criterion='prequential' the round's choice is made from last "
         "round's forecasts, before this round's fits: fit the chosen kernel at once and the "
-        "round's other kernels in a worker process while Ax optimizes the acquisition (the "
-        "round ends when both are done; a round that needs its fits to choose, or that "
+        "round's other kernels in a worker process while Ax optimizes the acquisition and the "
+        "trials run (the round ends at the surrogate's next fit, or when its state is read: "
+        "history, population, saving; a round that needs its fits to choose, or that "
         "halves, fits in this process). The choices, scores and saved state are those of "
         "fits in this process. auto: on for a CPU run that may use 2 or more cores; on: on "
         "any CPU run; off: never (a run on a GPU, or with fit_workers > 1, fits its kernels "

@@ -20,13 +20,14 @@ After the initial design, each round asks ``client.get_next_trials(q)`` of each 
 number of trials when it asks. Ax's own Sobol node caps the request at the hand-over to
 BO at one trial: that round asks Ax again for the rest, within the same measurement (the
 ``calls`` column; a user who wants ``q`` trials does the same). Per round and
-method it records the wall seconds and the CPU seconds of the ``get_next_trials`` call:
-this process's and its worker processes' (kd's persistent workers,
-``surrogate/worker.py``: every descendant's user + system time read with ``psutil``,
-reaped children included), and the kd/ax ratios of both. Inside the call it splits the
-time into the surrogate's ``fit`` (for kd, its round up to the hand-over to the
-acquisition) and the acquisition (``BoTorchGenerator.gen``; for kd it includes the wait
-for the fits done in the background).
+method it records the wall seconds and the CPU seconds of the ``get_next_trials`` call
+and, for kd, of the wait for the rest of its round after it (the fits its worker goes
+on with while the trials run, ``finish_background``: counted as if the trials took no
+time; ``wall_call`` is the calls alone): this process's and its worker processes' (kd's
+persistent workers, ``surrogate/worker.py``: every descendant's user + system time read
+with ``psutil``, reaped children included), and the kd/ax ratios of both. Inside the
+call it splits the time into the surrogate's ``fit`` (for kd, its round up to the
+hand-over to the acquisition) and the acquisition (``BoTorchGenerator.gen``).
 
 The profile (``--profile``, also in the JSON) is kd's rounds by phase and by member, from
 each round's :class:`~ax_kernel_discovery.surrogate.round_record.RoundRecord` (propose,
@@ -200,6 +201,8 @@ class Call:
     iterations: dict[str, int]
     calls: int  # get_next_trials calls it took to get q trials (see ask)
     record: dict[str, Any] | None = None  # kd: the round's RoundRecord (JSON)
+    wall_call: float = 0.0  # the get_next_trials calls alone (wall: these + wait_after)
+    wait_after: float = 0.0  # kd: the wait for the rest of its round after the calls
 
 
 def ask(client: Client, q: int) -> tuple[dict[int, Any], int]:
@@ -219,17 +222,36 @@ def ask(client: Client, q: int) -> tuple[dict[int, Any], int]:
     return trials, calls
 
 
-def measured_call(client: Client, q: int, meter: Meter) -> tuple[dict[int, Any], Call]:
-    """:func:`ask` for ``q`` trials, timed."""
+def measured_call(
+    client: Client, q: int, meter: Meter, finish: Callable[[], None] = lambda: None
+) -> tuple[dict[int, Any], Call]:
+    """:func:`ask` for ``q`` trials, timed, with ``finish`` after it: kd's wait for the
+    rest of its round (the fits its worker goes on with after the calls,
+    ``finish_background``), counted in the round's wall and CPU seconds as if the trials
+    took no time to run (a user whose trials take longer than those fits does not wait
+    for them: ``wall_call``)."""
     meter.take()
     main0, workers0 = cpu_seconds()
     t0 = time.perf_counter()
     trials, calls = ask(client, q)
-    wall = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    finish()
+    t2 = time.perf_counter()
     main1, workers1 = cpu_seconds()
     p = meter.take()
     main, workers = main1 - main0, workers1 - workers0
-    call = Call(wall, main + workers, main, workers, p.fit, p.acquisition, p.iterations, calls)
+    call = Call(
+        t2 - t0,
+        main + workers,
+        main,
+        workers,
+        p.fit,
+        p.acquisition,
+        p.iterations,
+        calls,
+        wall_call=t1 - t0,
+        wait_after=t2 - t1,
+    )
     return trials, call
 
 
@@ -317,7 +339,8 @@ def run_problem(
         n = len(clients["kd"]._experiment.trials)
         row: dict[str, Any] = {"round": r + 1, "n": n}
         for m in METHODS if r % 2 == 0 else METHODS[::-1]:
-            trials, call = measured_call(clients[m], args.q, meter)
+            finish = surrogate.finish_background if m == "kd" else lambda: None
+            trials, call = measured_call(clients[m], args.q, meter, finish)
             if m == "kd":
                 call.record = surrogate.history[-1].model_dump(mode="json")
             evaluate(clients[m], problem, trials)
@@ -395,7 +418,11 @@ def profile(result: dict[str, Any]) -> dict[str, Any]:
     for row in result["rounds"]:
         kd, ax, rec = row["kd"], row["ax"], row["kd"]["record"] or {}
         t = rec.get("timings", {})
-        wait = t.get("background_wait", 0.0)
+        if "wait_after" in kd:  # the wait for the round's worker after the calls
+            wait, in_acquisition, call = kd["wait_after"], 0.0, kd["wall_call"]
+        else:  # files from before: the first acquisition waited for the worker
+            wait = in_acquisition = t.get("background_wait", 0.0)
+            call = kd["wall"]
         phases.append(
             {
                 "round": row["round"],
@@ -408,8 +435,8 @@ def profile(result: dict[str, Any]) -> dict[str, Any]:
                 "fit_worker": t.get("background_fits", 0.0),
                 "wait": wait,
                 "surrogate_fit": kd["fit"],
-                "acquisition": kd["acquisition"] - wait,
-                "other": kd["wall"] - kd["fit"] - kd["acquisition"],
+                "acquisition": kd["acquisition"] - in_acquisition,
+                "other": call - kd["fit"] - kd["acquisition"],
                 "ax_fit": ax["fit"],
                 "ax_acquisition": ax["acquisition"],
                 "ax_iterations": sum(ax["iterations"].values()),
@@ -430,7 +457,10 @@ def profile(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_profile(spec: str, prof: dict[str, Any]) -> None:
-    emit(f"\n{spec}: kd's rounds by phase (seconds; fit_worker runs beside the acquisition)")
+    emit(
+        f"\n{spec}: kd's rounds by phase (seconds; fit_worker runs beside the acquisition; "
+        "wait: for the worker after the calls)"
+    )
     cols = [
         "propose",
         "validate",

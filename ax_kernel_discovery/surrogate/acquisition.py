@@ -86,10 +86,6 @@ class AcquisitionPartner(Protocol):
         """The class that computes the acquisition function Ax chose for the experiment."""
         ...
 
-    def finish_background(self) -> None:
-        """Complete the round whose kernels were fitted while the acquisition ran."""
-        ...
-
 
 @runtime_checkable
 class PortfolioPartner(AcquisitionPartner, Protocol):
@@ -178,15 +174,12 @@ class KernelDiscoveryAcquisition(Acquisition):
             "candidate_set": candidate_set,
             "sampling_strategy": sampling_strategy,
         }
-        partner = self.surrogate if isinstance(self.surrogate, AcquisitionPartner) else None
+        partner = self.surrogate
         plan = partner.portfolio_plan(n) if isinstance(partner, PortfolioPartner) else None
-        out = self._optimize_portfolio(plan, **kwargs) if plan else self._optimize(n, **kwargs)
-        # the round's other kernels were fitted meanwhile (background_fits): complete it.
-        # Not after an error or an interrupt: those surface at once, and the round stays
-        # pending until the surrogate is next read.
-        if partner is not None:
-            partner.finish_background()
-        return out
+        # The round's other kernels (background_fits) go on fitting in their worker: Ax's
+        # client asks for a batch one trial at a time, and the trials are run after it,
+        # so the round ends at the surrogate's next fit or read, not here.
+        return self._optimize_portfolio(plan, **kwargs) if plan else self._optimize(n, **kwargs)
 
     def _optimize_portfolio(
         self, plan: list[tuple[str, Model, int]], **kwargs: Any

@@ -74,10 +74,12 @@ from ax_kernel_discovery.surrogate.round import RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord
 from ax_kernel_discovery.surrogate.runner import RoundRunner
 from ax_kernel_discovery.surrogate.state import (
+    RoundContext,
     SurrogateState,
     check_state_format,
     saved_config,
 )
+from ax_kernel_discovery.surrogate.steps import Chosen
 from ax_kernel_discovery.surrogate.trial_rows import ExperimentKey, FitRows
 from ax_kernel_discovery.surrogate.worker import release_shared_pools
 
@@ -194,6 +196,7 @@ class KernelDiscoverySurrogate(HookedSurrogate):
             self.steps,
             self.proposing,
             self._keep_record,
+            announce=self._announce,
         )
         self._record_only = False  # see record_only()
         #: Whether a fit is in progress, and whether it ran a round (see :meth:`fit`).
@@ -403,14 +406,29 @@ class KernelDiscoverySurrogate(HookedSurrogate):
     def _keep_record(self, rec: RoundRecord) -> None:
         """An ended round's record joins the history."""
         self.state.keep(rec, self.config.history_limit)
-        if rec.guarded:
+
+    @staticmethod
+    def _announce(ctx: RoundContext, chosen: Chosen) -> None:
+        """The round's log line, when its choice is handed on to the acquisition."""
+        if chosen.chosen is None:  # every kernel failed (AllKernelsRejectedWarning)
+            logger.info(
+                "kernel discovery round %d: no kernel for %s (Ax's default model)",
+                ctx.round,
+                ctx.outcome,
+            )
+            return
+        if chosen.guarded:
             why = " (a guard round: Ax's default model)"
-        elif rec.chosen_score is not None:
-            why = f" (score {rec.chosen_score:.4g})"
+        elif chosen.chosen_score is not None:
+            why = f" (score {chosen.chosen_score:.4g})"
         else:
             why = ""
         logger.info(
-            "kernel discovery round %d: chose %s for %s%s", rec.round, rec.chosen, rec.outcome, why
+            "kernel discovery round %d: chose %s for %s%s",
+            ctx.round,
+            chosen.chosen,
+            ctx.outcome,
+            why,
         )
 
     def _new_population(self, dim: int | None = None) -> Population:

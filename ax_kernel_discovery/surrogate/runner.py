@@ -122,6 +122,7 @@ class RoundRunner:
         steps: RoundSteps,
         proposing: ProposerHost,
         keep: Callable[[RoundRecord], None],
+        announce: Callable[[RoundContext, Chosen], None] = lambda ctx, chosen: None,
     ) -> None:
         self.options = options
         self.fitter = fitter
@@ -129,6 +130,9 @@ class RoundRunner:
         self.steps = steps
         self.proposing = proposing
         self.keep = keep
+        #: Told the round's choice when it is handed on (the round's log line): before
+        #: the acquisition, whether the round's fits end then or later.
+        self.announce = announce
         #: The rounds that have begun and not ended, by outcome.
         self.open_rounds: dict[str, OpenRound] = {}
 
@@ -196,6 +200,7 @@ class RoundRunner:
         if first is not None:
             choice, models, tried = first
             handed, chosen = self.steps.hand_on(ctx, choice, models, objectives)
+            self.announce(ctx, chosen)
             rest = [c for c in cands if c.name not in tried]
         else:
             if early is not None:  # every member the choice could take failed to fit
@@ -325,6 +330,8 @@ class RoundRunner:
             timings=ctx.timings,
             portfolio_points=portfolios.points(ctx.outcome, ctx.round),
         )
+        if open_round.chosen is None:  # the round chose here, from its fits
+            self.announce(ctx, ended.chosen or Chosen())  # none: every kernel failed
         portfolios.attach(record)
         self.keep(record)
         self.proposing.after_round(ctx, record)

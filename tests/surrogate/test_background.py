@@ -185,10 +185,13 @@ def test_close_ends_the_worker_of_the_background_fits() -> None:
     assert 1 not in worker._SHARED
 
 
-def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> None:
+def test_the_acquisition_never_waits_for_the_background_fits() -> None:
     """Issue 30 item 13: an exception (or an interrupt) in the acquisition surfaces at once;
     the fits whose round it was stay pending, completed when the surrogate is next read
-    (before this, the acquisition's ``finally`` waited for them first)."""
+    (before this, the acquisition's ``finally`` waited for them first). Nor does an
+    acquisition that succeeds wait (issue 51's profile: Ax's ``Client`` asks for a batch
+    one trial at a time, and a wait at the first trial's end left the worker idle through
+    the other trials' acquisitions): the round ends at the next fit or read."""
     from concurrent.futures import Future
 
     from ax_kernel_discovery.surrogate.acquisition import KernelDiscoveryAcquisition
@@ -217,6 +220,10 @@ def test_an_error_in_the_acquisition_does_not_wait_for_the_background_fits() -> 
     with pytest.raises(RuntimeError, match="the optimizer failed"):
         acquisition.optimize(2, search_space_digest=DIGEST)
     assert s.runner.open_rounds["f"].pending is pending  # not waited for, not lost
+    acquisition._optimize = lambda n, **kwargs: ("candidates", n)  # type: ignore[method-assign]
+    for n in (1, 1):  # the client's one-trial asks of one batch
+        assert acquisition.optimize(n, search_space_digest=DIGEST) == ("candidates", n)
+    assert s.runner.open_rounds["f"].pending is pending  # still fitting, not waited for
     pending.future = real
     s.finish_background()  # the next read completes the round
     assert "f" not in s.runner.open_rounds and s.history[-1].timings["background_fits"] > 0
