@@ -64,6 +64,7 @@ CONFIG = KernelDiscoveryConfig(
     criterion="lbo_crps",
     guard_rounds=0,
     keep_kernels=(),
+    start_kernels=None,  # the start set alone: these test storage, not SAAS
 )
 FAST = {"num_restarts": 1, "raw_samples": 32, "maxiter": 20}
 
