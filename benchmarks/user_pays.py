@@ -418,11 +418,6 @@ def profile(result: dict[str, Any]) -> dict[str, Any]:
     for row in result["rounds"]:
         kd, ax, rec = row["kd"], row["ax"], row["kd"]["record"] or {}
         t = rec.get("timings", {})
-        if "wait_after" in kd:  # the wait for the round's worker after the calls
-            wait, in_acquisition, call = kd["wait_after"], 0.0, kd["wall_call"]
-        else:  # files from before: the first acquisition waited for the worker
-            wait = in_acquisition = t.get("background_wait", 0.0)
-            call = kd["wall"]
         phases.append(
             {
                 "round": row["round"],
@@ -433,10 +428,10 @@ def profile(result: dict[str, Any]) -> dict[str, Any]:
                 "forecast": t.get("heldout", 0.0),
                 "fit_here": t.get("fit_and_score", 0.0),
                 "fit_worker": t.get("background_fits", 0.0),
-                "wait": wait,
+                "wait": kd["wait_after"],  # for the round's worker, after the calls
                 "surrogate_fit": kd["fit"],
-                "acquisition": kd["acquisition"] - in_acquisition,
-                "other": call - kd["fit"] - kd["acquisition"],
+                "acquisition": kd["acquisition"],
+                "other": kd["wall_call"] - kd["fit"] - kd["acquisition"],
                 "ax_fit": ax["fit"],
                 "ax_acquisition": ax["acquisition"],
                 "ax_iterations": sum(ax["iterations"].values()),
