@@ -16,8 +16,20 @@ each as the median of ``--repeats`` timings after a warm-up (the posterior cache
 then built, as during an optimization), and the ratio to Ax's default model (the
 dimension-scaled RBF) measured in the same run, alternating family and reference.
 
+``--optimize`` measures a whole acquisition instead: each family's GP and Ax's default
+model are *fitted* (Ax's ``Surrogate.fit``) to ``n`` Sobol points of a problem of
+:data:`~ax_kernel_discovery.benchmarks.PROBLEMS` (``--problem``; its values standardized
+and signed so that larger is better), and qLogNEI is optimized for ``q`` points as Ax's
+``Client`` does by default (Ax's ``optimizer_defaults``: 20 restarts, 1024 raw samples,
+batch limits 32 / 20, one point at a time with the earlier ones pending), through the
+optimizer kd's acquisition uses (:func:`~ax_kernel_discovery.surrogate.acquisition.gen_candidates_scipy_unfixed`,
+hyperparameters constant). It prints the number of acquisition evaluations (forward
+passes; deterministic for a seed), the candidate rows they evaluated, and the CPU seconds
+of the optimization, with each ratio to Ax's default model:
+
     python benchmarks/kernel_cost.py --n 100 --dim 100
     python benchmarks/kernel_cost.py --families rbf "rbf@kumaraswamy" "(rbf+sl)"
+    python benchmarks/kernel_cost.py --optimize --problem svm --n 60 --q 3 --families rbf sl
 
 Families are short names of the kernel grammar (``rbf``, ``matern52@tanh``,
 ``(rq+poly2@tanh)``, ``(matern52*sl)``; see ``ax_kernel_discovery.expression``).
@@ -36,14 +48,23 @@ from typing import Any
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
+from ax.generators.torch.botorch_modular.optimizer_defaults import (
+    BATCH_LIMIT,
+    INIT_BATCH_LIMIT,
+    NUM_RESTARTS,
+    RAW_SAMPLES,
+)
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.utils.common.logger import set_ax_logger_levels
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.optim import optimize_acqf
 from botorch.utils.datasets import SupervisedDataset
 
+from ax_kernel_discovery.benchmarks import get_problem
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import Spec, formula, leaf
 from ax_kernel_discovery.surrogate import candidate_model_config
+from ax_kernel_discovery.surrogate.acquisition import gen_candidates_scipy_unfixed
 
 FAMILIES = (
     "rbf",
@@ -98,7 +119,7 @@ def parse_short_name(text: str) -> Spec:
     return spec
 
 
-def _surrogate(name: str | None, X: torch.Tensor, Y: torch.Tensor) -> Surrogate:
+def _surrogate(name: str | None, X: torch.Tensor, Y: torch.Tensor, fit: bool = False) -> Surrogate:
     names = [f"x{i}" for i in range(X.shape[-1])]
     dataset = SupervisedDataset(X=X, Y=Y, feature_names=names, outcome_names=["f"])
     digest = SearchSpaceDigest(feature_names=names, bounds=[(0.0, 1.0)] * X.shape[-1])
@@ -110,7 +131,7 @@ def _surrogate(name: str | None, X: torch.Tensor, Y: torch.Tensor) -> Surrogate:
         surrogate = Surrogate(
             surrogate_spec=SurrogateSpec(model_configs=[candidate_model_config(cand)])
         )
-    surrogate.fit([dataset], digest, refit=False)
+    surrogate.fit([dataset], digest, refit=fit)
     return surrogate
 
 
@@ -151,6 +172,80 @@ def step_costs(
     return _median_seconds(step, repeats), _median_seconds(raw_pass, max(repeats // 4, 1))
 
 
+def problem_data(problem: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` scrambled Sobol points (seed 0) in ``[0, 1]^D`` and the problem's values
+    there, standardized and signed so that larger is better."""
+    prob = get_problem(problem)
+    X = torch.quasirandom.SobolEngine(prob.dim, scramble=True, seed=0).draw(n).double()
+    lower = torch.as_tensor(prob.lower, dtype=X.dtype)
+    upper = torch.as_tensor(prob.upper, dtype=X.dtype)
+    values = torch.as_tensor(prob.evaluate((lower + X * (upper - lower)).numpy()))
+    Y = values.to(X).reshape(-1, 1)
+    Y = (Y - Y.mean()) / Y.std()
+    return X, -Y if prob.minimize else Y
+
+
+def optimize_costs(
+    name: str | None, X: torch.Tensor, Y: torch.Tensor, q: int, seed: int = 0
+) -> dict[str, float]:
+    """One acquisition as Ax's ``Client`` runs it by default, through ``name``'s fitted GP
+    (``None``: Ax's default model): its evaluations (forward passes), the candidate rows
+    they evaluated, and its CPU seconds (``time.process_time``)."""
+    torch.manual_seed(seed)
+    model = _surrogate(name, X, Y, fit=True).model
+    acqf = qLogNoisyExpectedImprovement(model=model, X_baseline=X, prune_baseline=True)
+    counts = {"evaluations": 0, "rows": 0}
+    forward = acqf.forward
+
+    def counted(x: torch.Tensor) -> torch.Tensor:
+        counts["evaluations"] += 1
+        counts["rows"] += x.shape[0]
+        return forward(x)
+
+    acqf.forward = counted  # type: ignore[method-assign]
+    for p in model.parameters():  # constants while it optimizes, as in kd's acquisition
+        p.requires_grad_(False)
+    bounds = torch.stack([torch.zeros(X.shape[-1]), torch.ones(X.shape[-1])]).to(X)
+    torch.manual_seed(seed)
+    start = time.process_time()
+    optimize_acqf(
+        acqf,
+        bounds=bounds,
+        q=q,
+        num_restarts=NUM_RESTARTS,
+        raw_samples=RAW_SAMPLES,
+        sequential=True,
+        gen_candidates=gen_candidates_scipy_unfixed,
+        options={"init_batch_limit": INIT_BATCH_LIMIT, "batch_limit": BATCH_LIMIT},
+    )
+    return {**counts, "cpu": time.process_time() - start}
+
+
+def main_optimize(args: argparse.Namespace) -> None:
+    """``--optimize``: whole acquisitions per family against Ax's default model."""
+    X, Y = problem_data(args.problem, args.n)
+    print(
+        f"torch {torch.__version__}, threads={torch.get_num_threads()}, problem={args.problem} "
+        f"(D={X.shape[-1]}), n={args.n}, q={args.q}, Ax's Client optimizer defaults "
+        f"({NUM_RESTARTS} restarts, {RAW_SAMPLES} raw samples, sequential), fitted GPs"
+    )
+    ref = optimize_costs(None, X, Y, args.q)
+    print(
+        f"Ax's default model: {ref['evaluations']} evaluations, {ref['rows']} rows, "
+        f"{ref['cpu']:.2f} CPU s"
+    )
+    print("| family | evaluations | ratio | rows | ratio | CPU s | ratio | CPU ms / evaluation |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.families:
+        c = optimize_costs(name, X, Y, args.q)
+        print(
+            f"| {name} | {c['evaluations']} | {c['evaluations'] / ref['evaluations']:.2f} | "
+            f"{c['rows']} | {c['rows'] / ref['rows']:.2f} | {c['cpu']:.2f} | "
+            f"{c['cpu'] / ref['cpu']:.2f} | {1e3 * c['cpu'] / c['evaluations']:.1f} |",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -163,9 +258,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--optimize",
+        action="store_true",
+        help="whole acquisitions (Ax's Client defaults) through fitted GPs of --problem",
+    )
+    parser.add_argument("--problem", default="svm", help="--optimize: the problem's data")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     set_ax_logger_levels(logging.ERROR)
+    if args.optimize:
+        main_optimize(args)
+        return
     torch.manual_seed(0)
     X = torch.quasirandom.SobolEngine(args.dim, scramble=True, seed=0).draw(args.n).double()
     Y = (X - 0.5).pow(2).sum(-1, keepdim=True)

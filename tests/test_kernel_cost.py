@@ -37,3 +37,20 @@ def test_step_costs_evaluate_the_family_model(
     assert short_name(model.covar_module.candidate.spec) == "(rbf+sl@tanh)"
     step, raw = kc.step_costs("(rbf+sl@tanh)", X, Y, q=2, restarts=2, raw=4, repeats=1)
     assert step > 0 and raw > 0
+
+
+def test_optimize_costs_count_the_evaluations_of_one_acquisition(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    """A whole acquisition through a fitted GP: its evaluations are counted, the same
+    for the same seed (a count, not a timing), and each evaluates the restarts' rows."""
+    kc = benchmark_script("kernel_cost")
+    torch.set_num_threads(1)
+    X = torch.rand(10, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    Y = (X - 0.3).pow(2).sum(-1, keepdim=True).neg()
+    first = kc.optimize_costs("rbf", X, Y, q=1)
+    assert first["evaluations"] >= 2  # the raw samples' pass(es), then L-BFGS-B steps
+    assert first["rows"] > first["evaluations"]  # batched: several restarts per evaluation
+    assert first["cpu"] > 0
+    again = kc.optimize_costs("rbf", X, Y, q=1)
+    assert (again["evaluations"], again["rows"]) == (first["evaluations"], first["rows"])
