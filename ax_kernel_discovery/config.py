@@ -86,6 +86,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "slow_fit_factor",
         "fit_maxiter",
         "converge_chosen",
+        "converge_contenders",
         "warm_start",
         "inherit_parameters",
         "fit_workers",
@@ -360,6 +361,15 @@ class KernelDiscoveryConfig(BaseModel):
         "fits (prequential) fits the choice to convergence first; one that needs its fits to "
         "choose fits every member with fit_maxiter steps, chooses, then fits the choice on "
         "to convergence. No effect with fit_maxiter=None (every fit converges).",
+    )
+    converge_contenders: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="With converge_chosen, in a round that chooses before its fits: the next "
+        "this many members of the choice order (the likeliest next choices) are also fitted "
+        "to convergence, with the round's other fits, after the choice is handed on; the rest "
+        "get fit_maxiter warm-started steps. 0: only the choice converges.",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."

@@ -240,6 +240,8 @@ def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
         # a field they predate, whose default is what they did (fit_maxiter=None)
         assert resolved.pop("converge_chosen") is False
         assert "converge_chosen" not in run["resolved_kd_config"]
+        assert resolved.pop("converge_contenders") == 0
+        assert "converge_contenders" not in run["resolved_kd_config"]
         assert resolved == run["resolved_kd_config"], path.name
 
 

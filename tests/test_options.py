@@ -79,6 +79,7 @@ READS: dict[type[ComponentOptions], set[str]] = {
         "fit_workers",
         "background_fits",
         "converge_chosen",
+        "converge_contenders",
         "fit_maxiter",
         "portfolio_size",
         "portfolio_keep",

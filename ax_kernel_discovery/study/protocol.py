@@ -202,6 +202,7 @@ HOLDOUT_ROUNDS: tuple[HoldoutRound, ...] = (
 COST_CANDIDATES: dict[str, dict[str, Any]] = {
     "converge_chosen_50": {"fit_maxiter": 50, "converge_chosen": True},
     "converge_chosen_200": {"fit_maxiter": 200, "converge_chosen": True},
+    "converge_top3_200": {"fit_maxiter": 200, "converge_chosen": True, "converge_contenders": 2},
 }
 """The cheap default's candidates (``benchmarks/results/cost/PROTOCOL.md``): each variant's
 :class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields, changed from today's default,
@@ -211,7 +212,11 @@ warm-started L-BFGS steps (a new kernel 200), the previous default's budget.
 ``converge_chosen_200`` (added after ``converge_chosen_50`` failed on hartmann6_100, before
 any run of its own): the same, with 200 warm-started steps for every other member (a new
 kernel 800), so that the members whose forecasts the prequential choice reads are fitted
-closer to convergence."""
+closer to convergence. ``converge_top3_200`` (added after ``converge_chosen_200`` failed on
+hartmann6_100 by 0.00082, before any run of its own): the same, and the two members after
+the choice in the prequential choice order (the likeliest next choices: the members
+whose forecasts decide the next round) are fitted to convergence too, with the round's
+other fits after the choice is handed on; the other members keep 200 warm-started steps."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same

@@ -21,7 +21,7 @@ The workers are :mod:`.worker`'s fresh interpreters, one torch thread each.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -82,10 +82,12 @@ class FitExecutor(Protocol):
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
+        converge: Collection[str] = (),
     ) -> PendingFits:
         """Fit and score ``cands`` as ``fitter.fit_all`` does on ``ctx`` (``members``: the
-        round's kernels, which a start rule may inherit from), without the slow-fit rule
-        (the round applies it over all its fits)."""
+        round's kernels, which a start rule may inherit from; ``converge``: the kernels
+        fitted to convergence), without the slow-fit rule (the round applies it over all
+        its fits)."""
         ...  # pragma: no cover - a protocol
 
 
@@ -112,8 +114,11 @@ class InProcessFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
+        converge: Collection[str] = (),
     ) -> PendingFits:
-        return _Done(fitter.fit_all(list(cands), ctx, members=members, drop_slow=False))
+        return _Done(
+            fitter.fit_all(list(cands), ctx, members=members, drop_slow=False, converge=converge)
+        )
 
 
 class WorkerProcessFits:
@@ -133,9 +138,15 @@ class WorkerProcessFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
+        converge: Collection[str] = (),
     ) -> PendingFits:
         fits = fitter.fit_all(
-            list(cands), ctx, members=members, drop_slow=False, workers=self.workers
+            list(cands),
+            ctx,
+            members=members,
+            drop_slow=False,
+            workers=self.workers,
+            converge=converge,
         )
         return _Done(fits)
 
@@ -151,6 +162,7 @@ class BackgroundJob:
         cands: The kernels to fit, in the round's order (members, then new kernels).
         members: All the round's kernels (what the start rule may inherit from).
         ctx: The worker's copy of the round's context.
+        converge: The kernels fitted to convergence (``converge_contenders``).
     """
 
     options: FitOptions
@@ -158,6 +170,7 @@ class BackgroundJob:
     cands: list[KernelCandidate]
     members: list[KernelCandidate]
     ctx: RoundContext
+    converge: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -199,7 +212,9 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     watch = Stopwatch()
     fitter = KernelFitter(job.options, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
-    fits = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
+    fits = fitter.fit_all(
+        job.cands, ctx, members=job.members, drop_slow=False, converge=job.converge
+    )
     fitted = {
         name: BackgroundFit(
             warm=ctx.state.warm[name],
@@ -237,8 +252,16 @@ class BackgroundFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
+        converge: Collection[str] = (),
     ) -> PendingFits:
-        job = BackgroundJob(fitter.options, fitter.start_rule, list(cands), list(members), ctx)
+        job = BackgroundJob(
+            fitter.options,
+            fitter.start_rule,
+            list(cands),
+            list(members),
+            ctx,
+            frozenset(converge),
+        )
         future: Future[BackgroundResult] | None = None
         if job.cands:
             worker_job = replace(job, ctx=ctx.for_worker())  # what crosses to the worker
@@ -292,7 +315,9 @@ class _PendingBackground:
         elif job.cands:
             fitter = KernelFitter(job.options, build, job.start_rule)
             with timer.phase("fit_and_score", add=True):
-                here = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False)
+                here = fitter.fit_all(
+                    job.cands, ctx, members=job.members, drop_slow=False, converge=job.converge
+                )
             fitted.update(here.models)
             report = here.report
         return Fits(fitted, builders, report)

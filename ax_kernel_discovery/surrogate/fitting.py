@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -62,6 +62,17 @@ class FittedKernel(NamedTuple):
     config: ModelConfig
     score: float
     refit_seconds: float | None = None
+
+
+class FitSpec(NamedTuple):
+    """One fit :meth:`KernelFitter.fit_all` asks for: the kernel, whether it is refitted
+    (else scored at last round's hyperparameters), its step budget (``None``: the
+    fitter's ``fit_maxiter``) and whether it runs to convergence instead."""
+
+    cand: KernelCandidate
+    refit: bool
+    maxiter: int | None
+    converge: bool
 
 
 @dataclass(frozen=True)
@@ -211,6 +222,7 @@ class KernelFitter:
         members: Sequence[KernelCandidate] | None = None,
         drop_slow: bool = True,
         workers: int = 1,
+        converge: Collection[str] = (),
     ) -> Fits:
         """Fit and score every kernel: in full, or by successive halving.
 
@@ -218,7 +230,9 @@ class KernelFitter:
         ``cands``); ``drop_slow=False`` leaves the slow-fit rule (:meth:`drop_slow_fits`)
         to the caller, which applies it over the whole round when these are a part of it.
         ``workers > 1`` fits side by side in that many worker processes where it can (a
-        CPU run without a start rule), with the same fits.
+        CPU run without a start rule), with the same fits. The kernels named in
+        ``converge`` are fitted to convergence, whatever ``fit_maxiter`` says (a
+        round's contenders under ``converge_contenders``).
 
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
         kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
@@ -244,10 +258,11 @@ class KernelFitter:
         for cand in cands:
             screen = halving and cand.name in warm
             jobs.append(
-                (
+                FitSpec(
                     cand,
                     not screen or self.options.halving_screen_maxiter > 0,
                     self.options.halving_screen_maxiter if screen else None,
+                    cand.name in converge and not screen,
                 )
             )
             if screen:
@@ -271,7 +286,7 @@ class KernelFitter:
         by_name = {c.name: c for c in cands}
         for name in finalists:
             warm[name] = warm_before[name]
-            one = self.fit_and_score(by_name[name], ctx)
+            one = self.fit_and_score(by_name[name], ctx, converge=name in converge)
             report = report.then(one.report)
             fitted = one.get(name)
             if fitted is None:
@@ -459,13 +474,13 @@ class KernelFitter:
 
     def _fit_jobs(
         self,
-        jobs: Sequence[tuple[KernelCandidate, bool, int | None]],
+        jobs: Sequence[FitSpec],
         ctx: RoundContext,
         members: Sequence[KernelCandidate],
         workers: int = 1,
     ) -> list[Fits]:
-        """Fit and score ``(candidate, refit, maxiter)`` jobs, in ``workers`` worker
-        processes where it can (a CPU run, no start rule), else one by one."""
+        """Fit and score the jobs, in ``workers`` worker processes where it can (a CPU
+        run, no start rule), else one by one."""
         parallel = (
             workers > 1
             and len(jobs) > 1
@@ -474,18 +489,19 @@ class KernelFitter:
         )
         if not parallel:
             return [
-                self.fit_and_score(c, ctx, refit=r, maxiter=m, members=members) for c, r, m in jobs
+                self.fit_and_score(c, ctx, refit=r, maxiter=m, members=members, converge=v)
+                for c, r, m, v in jobs
             ]
-        prepared = [(c, self._prepare(c, ctx, r, m, members), m) for c, r, m in jobs]
+        prepared = [(c, self._prepare(c, ctx, r, m, members, v), m, v) for c, r, m, v in jobs]
         pool = shared_pool(workers, user=self)
         timer = ctx.timer()
         wall = Stopwatch()
         futures = [
             pool.submit(fit_in_worker, ctx.dataset, ctx.search_space_digest, job)
-            for _, job, _ in prepared
+            for _, job, _, _ in prepared
         ]
         out: list[Fits] = []
-        for (cand, job, maxiter), future in zip(prepared, futures, strict=True):
+        for (cand, job, maxiter, converge), future in zip(prepared, futures, strict=True):
             try:
                 state, seconds, error = future.result()
             except CALL_FAILURES as e:  # a broken worker: fit it here instead
@@ -493,7 +509,14 @@ class KernelFitter:
                 # is no kernel failure raised there too, and is classified here)
                 logger.info("fit worker failed (%r); fitting %s in this process", e, cand.name)
                 out.append(
-                    self.fit_and_score(cand, ctx, refit=job.refit, maxiter=maxiter, members=members)
+                    self.fit_and_score(
+                        cand,
+                        ctx,
+                        refit=job.refit,
+                        maxiter=maxiter,
+                        members=members,
+                        converge=converge,
+                    )
                 )
                 continue
             if error is not None or state is None:
@@ -620,6 +643,7 @@ def fit_in_worker(
 
 __all__ = [
     "FitJob",
+    "FitSpec",
     "FitStart",
     "Fits",
     "FittedKernel",

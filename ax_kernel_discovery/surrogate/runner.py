@@ -197,17 +197,20 @@ class RoundRunner:
         choice: Choice | None = None
         models: dict[str, FittedKernel] = {}
         members, rest = cands, cands
+        contenders: tuple[str, ...] = ()
         if first is not None:
             choice, models, tried = first
             handed, chosen = self.steps.hand_on(ctx, choice, models, objectives)
             self.announce(ctx, chosen)
             rest = [c for c in cands if c.name not in tried]
+            assert early is not None  # the choice was fitted from its order
+            contenders = self.contenders(early, tried)
         else:
             if early is not None:  # every member the choice could take failed to fit
                 members = rest = [c for c in cands if c.name not in set(early.ranked)]
             if deferred:  # the round chooses from its fits: they run here
                 executor = InProcessFits()
-        pending = executor.submit(self.fitter, ctx, rest, members)
+        pending = executor.submit(self.fitter, ctx, rest, members, converge=contenders)
         timer.record("fit_and_score", fit_and_score)
         self.open_rounds[ctx.outcome] = OpenRound(
             ctx,
@@ -279,6 +282,15 @@ class RoundRunner:
                 if name in by_name and name not in tried:
                     fit(name)
         return (choice, models, tried), report
+
+    def contenders(self, early: EarlyChoice, tried: set[str]) -> tuple[str, ...]:
+        """The members after the choice in the early choice's order that the round's
+        fits take to convergence (``converge_contenders`` of them, under
+        ``converge_chosen``; the likeliest next choices): none without."""
+        if not self.options.converging or self.options.converge_contenders <= 0:
+            return ()
+        after = [name for name in early.ranked if name not in tried]
+        return tuple(after[: self.options.converge_contenders])
 
     def end(self, outcome: str) -> Handed | None:
         """End ``outcome``'s open round; **waits** for its fits where a worker still runs

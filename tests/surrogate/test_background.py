@@ -275,6 +275,49 @@ def test_converge_chosen_in_the_background_equals_converge_chosen_in_process() -
     assert all(rec.timings["background_fits"] > 0 for rec in on.history)
 
 
+def test_converge_contenders_converges_the_next_members_of_the_choice_order() -> None:
+    fields = {**SETTINGS, "fit_maxiter": 3, "background_fits": "off", "converge_chosen": True}
+    chosen_only = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
+    contenders = KernelDiscoverySurrogate(
+        KernelDiscoveryConfig(**fields, converge_contenders=1)  # type: ignore[arg-type]
+    )
+    orders = []
+    for s in (chosen_only, contenders):
+        s.state.objective_weights = {"f": -1.0}
+        s.fit([_data(SIZES[0])], DIGEST)  # the guard round: every member forecasts next
+        order_of = s.runner.chooser.choice_order  # the order the next round takes
+        captured: list[list[str]] = []
+
+        def spy(ctx: Any, _order: Any = order_of, _out: list[list[str]] = captured) -> Any:
+            ranked, losses = _order(ctx)
+            _out.append(list(ranked))
+            return ranked, losses
+
+        s.runner.chooser.choice_order = spy  # type: ignore[method-assign]
+        s.fit([_data(SIZES[1])], DIGEST)
+        orders.append(captured[0])
+    a, b = chosen_only.history[-1], contenders.history[-1]
+    assert orders[0] == orders[1] and a.chosen == b.chosen == orders[0][0]
+    warm_a, warm_b = chosen_only.state.outcomes["f"].warm, contenders.state.outcomes["f"].warm
+    assert warm_a.keys() == warm_b.keys()
+    differ = {
+        name
+        for name in warm_a
+        if not all(torch.equal(warm_b[name][k], v) for k, v in warm_a[name].items())
+    }
+    # the chosen member converged in both; the next of the order only with a contender
+    assert differ == {orders[0][1]}
+    for s in (chosen_only, contenders):
+        s.close()
+
+
+def test_converge_contenders_in_the_background_equals_in_process() -> None:
+    fields = {"converge_chosen": True, "converge_contenders": 2, "population_size": 4}
+    off, off_states = _run("off", fields, SIZES[:3])
+    on, on_states = _run("on", fields, SIZES[:3])
+    _same_rounds(on_states, off_states)
+
+
 def test_converge_chosen_converges_a_choice_made_from_the_fits() -> None:
     # lbo_crps chooses from this round's fit scores: every member gets its 3 steps, the
     # choice is then fitted on to convergence before Ax gets it
