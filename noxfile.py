@@ -112,8 +112,10 @@ def bench(session: nox.Session) -> None:
 def user_pays(session: nox.Session) -> None:
     """What a user pays per BO round in Ax's Client loop, kd's default strategy against Ax's
     own, D = 100 and D = 388, n = 50-400 (``benchmarks/user_pays.py``; hours: run it on a
-    quiet machine). ``nox -s user_pays -- --smoke --out /tmp/user_pays``: a smoke run;
-    posargs replace the default arguments."""
+    quiet machine). The default arguments resume a run in their folder that stopped
+    (``--resume``: it goes on at its first unmeasured round; a complete one is left as it
+    is). ``nox -s user_pays -- --smoke --out /tmp/user_pays``: a smoke run; posargs replace
+    the default arguments."""
     _install(session)
     args = session.posargs or [
         "--problems",
@@ -128,6 +130,7 @@ def user_pays(session: nox.Session) -> None:
         "--profile",
         "--out",
         "benchmarks/results/user_pays",
+        "--resume",
     ]
     session.run("python", "benchmarks/user_pays.py", *args, env=ENV)
 

@@ -43,6 +43,15 @@ data), ``user_pays.png`` (wall and CPU seconds per round against n, both methods
 from the JSON; ``python benchmarks/user_pays.py --plot user_pays.json`` redraws it). The
 JSON and the text are written after every round (``"complete": false`` until the end).
 
+**Resuming.** Both clients are checkpointed after every round (Ax's
+``Client.save_to_json_file``, which keeps kd's population and history: a reloaded run
+continues as an uninterrupted one would) in ``--out``'s ``checkpoints/``. ``--resume``
+continues a run in ``--out`` that stopped (its settings must be the same) at its first
+unmeasured round: the hours of the full benchmark can be spread over several quiet
+stretches. Each stretch is a *session* in the JSON (the round it started at, the machine,
+the load and the commit) and a line in the tables; the first kd round of a resumed
+session includes the start of kd's worker process.
+
 The full benchmark (run it on a quiet machine; hours):
 
     python benchmarks/user_pays.py --problems hartmann6_100 svm --sobol 50 --rounds 36 \\
@@ -59,11 +68,13 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +88,7 @@ from ax.utils.common.logger import set_ax_logger_levels
 
 from ax_kernel_discovery import KernelDiscoveryConfig, kernel_discovery_generation_strategy
 from ax_kernel_discovery.benchmarks import BlackBoxProblem, get_problem
-from ax_kernel_discovery.runner.environment import package_versions, source_commit
+from ax_kernel_discovery.runner.environment import device_info, package_versions, source_commit
 from ax_kernel_discovery.strategy import AcquisitionOptions, surrogate_of
 from ax_kernel_discovery.surrogate.fitting import KernelFitter
 from ax_kernel_discovery.testing import TINY_ACQUISITION
@@ -307,25 +318,69 @@ def initial_parameters(client: Client) -> np.ndarray:
     return np.array([[trials[i].arm.parameters[k] for k in names] for i in sorted(trials)])
 
 
+def checkpoint_path(args: argparse.Namespace, spec: str, method: str) -> Path:
+    """Where ``method``'s client on ``spec`` is checkpointed after every round."""
+    return args.out / "checkpoints" / f"{spec.replace('@', '_at_')}__{method}.json"
+
+
+def save_client(client: Client, path: Path) -> None:
+    """``client.save_to_json_file``, atomically (a kill leaves the previous checkpoint)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    client.save_to_json_file(str(tmp))
+    os.replace(tmp, path)
+
+
+def resumed_clients(
+    spec: str, args: argparse.Namespace, rounds: list[dict[str, Any]]
+) -> dict[str, Client]:
+    """Both clients from their checkpoints, with ``rounds`` cut to the rounds they hold
+    (the JSON is written before the checkpoints: a kill between the two leaves a round
+    measured that the checkpoints do not hold; it is measured again).
+
+    Raises:
+        SystemExit: A checkpoint is missing, or the two hold different numbers of trials.
+    """
+    clients: dict[str, Client] = {}
+    for m in METHODS:
+        path = checkpoint_path(args, spec, m)
+        if not path.is_file():
+            raise SystemExit(f"--resume: {path} is missing; start over in another --out")
+        clients[m] = Client.load_from_json_file(str(path))
+    trials = {m: len(clients[m]._experiment.trials) for m in METHODS}
+    if trials["kd"] != trials["ax"] or (trials["kd"] - args.sobol) % args.q:
+        raise SystemExit(f"--resume: the checkpoints of {spec} hold {trials} trials")
+    del rounds[(trials["kd"] - args.sobol) // args.q :]
+    return clients
+
+
 def run_problem(
     spec: str,
     args: argparse.Namespace,
     meter: Meter,
     after_round: Callable[[dict[str, Any]], None] = lambda result: None,
+    resume: dict[str, Any] | None = None,
+    resumed: Callable[[int], None] = lambda round: None,
 ) -> dict[str, Any]:
     """Both methods' Client loops on one problem, round by round; the data of the rounds
-    (also handed to ``after_round`` after each round, e.g. to save them)."""
+    (also handed to ``after_round`` after each round, e.g. to save them). ``resume``: the
+    problem's data so far, to go on from its checkpoints (``resumed`` is told the round
+    it goes on at)."""
     name, _, dim = spec.partition("@")
     problem = get_problem(name, **({"dim": int(dim)} if dim else {}))
-    clients = {m: new_client(problem, m, args) for m in METHODS}
-    for m in METHODS:
-        trials, _ = ask(clients[m], args.sobol)
-        evaluate(clients[m], problem, trials)
-    design = {m: initial_parameters(clients[m]) for m in METHODS}
-    if not np.array_equal(design["kd"], design["ax"]):
-        raise AssertionError(f"{spec}: kd's and Ax's initial designs differ")
+    rounds: list[dict[str, Any]] = list((resume or {}).get("rounds", []))
+    if rounds:
+        clients = resumed_clients(spec, args, rounds)
+        resumed(len(rounds) + 1)
+    else:
+        clients = {m: new_client(problem, m, args) for m in METHODS}
+        for m in METHODS:
+            trials, _ = ask(clients[m], args.sobol)
+            evaluate(clients[m], problem, trials)
+        design = {m: initial_parameters(clients[m]) for m in METHODS}
+        if not np.array_equal(design["kd"], design["ax"]):
+            raise AssertionError(f"{spec}: kd's and Ax's initial designs differ")
     surrogate = surrogate_of(clients["kd"])
-    rounds: list[dict[str, Any]] = []
     result = {
         "problem": spec,
         "name": problem.name,
@@ -334,8 +389,10 @@ def run_problem(
         "same_initial_design": True,
         "rounds": rounds,
         "total": totals(rounds),
+        "complete": False,
     }
-    for r in range(args.rounds):
+    start = len(rounds)
+    for r in range(start, args.rounds):
         n = len(clients["kd"]._experiment.trials)
         row: dict[str, Any] = {"round": r + 1, "n": n}
         for m in METHODS if r % 2 == 0 else METHODS[::-1]:
@@ -352,9 +409,12 @@ def run_problem(
         rounds.append(row)
         result["total"] = totals(rounds)
         result["profile"] = profile(result)
-        print_round(spec, row, first=r == 0)
+        print_round(spec, row, first=r == start)
         after_round(result)
+        for m in METHODS:  # after the JSON (see resumed_clients)
+            save_client(clients[m], checkpoint_path(args, spec, m))
     surrogate.close()
+    result["complete"] = True
     return result
 
 
@@ -549,6 +609,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/user_pays"))
     parser.add_argument("--plot", type=Path, help="only redraw the PNG of this JSON")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the run in --out where it stopped (the same settings)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:  # the smoke run's settings, under the options given
         parser.set_defaults(**SMOKE)
@@ -565,12 +630,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     set_ax_logger_levels(logging.WARNING)
     _LINES.clear()
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "plot")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "resume")}
+    before = previous_run(args, settings) if args.resume else None
+    if before is not None and before["complete"]:
+        print(f"{args.out}: the run is complete; nothing to resume")
+        return before
+    machine = device_info()
+    session = {
+        "machine": machine,
+        "load": psutil.getloadavg(),
+        "commit": source_commit(),
+        "started_at": [],  # the problems resumed, at the rounds they went on at
+    }
+    if before is None:
+        emit(
+            f"user_pays: {settings}; torch threads {torch.get_num_threads()}, "
+            f"{psutil.cpu_count()} CPUs, load {psutil.getloadavg()}, "
+            f"python {platform.python_version()}"
+        )
+    else:
+        _LINES.extend((args.out / "user_pays.txt").read_text().splitlines())
     emit(
-        f"user_pays: {settings}; torch threads {torch.get_num_threads()}, "
-        f"{psutil.cpu_count()} CPUs, load {psutil.getloadavg()}, python {platform.python_version()}"
+        f"session {len((before or {}).get('sessions', [])) + 1}: {machine['cpu_model']}, "
+        f"{machine['cpu_count']} CPUs, load {session['load']}"
     )
+
+    def resumed(spec: str, round: int) -> None:
+        session["started_at"].append({"problem": spec, "round": round})
+        emit(f"{spec}: resumed at round {round}")
+
     results: list[dict[str, Any]] = []
+    earlier = {r["problem"]: r for r in (before or {}).get("results", [])}
     data = {
         "settings": settings,
         "command": "python benchmarks/user_pays.py "
@@ -580,18 +670,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         "cpus": psutil.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "complete": False,
+        "sessions": [*(before or {}).get("sessions", []), session],
         "results": results,
     }
 
-    def save(partial: dict[str, Any] | None = None) -> None:  # after every round: hours
-        done = results + ([partial] if partial is not None else [])
+    def save(running: dict[str, Any] | None = None) -> None:  # after every round: hours
+        done = results + ([running] if running is not None else [])
         text = json.dumps({**data, "results": done}, indent=1, default=str)
         (args.out / "user_pays.json").write_text(text)
         (args.out / "user_pays.txt").write_text("\n".join(_LINES) + "\n")
 
     with Meter().installed() as meter:
         for spec in args.problems:
-            result = run_problem(spec, args, meter, save)
+            done = earlier.get(spec)
+            if done is not None and done.get("complete"):
+                results.append(done)  # finished in an earlier session
+                continue
+            result = run_problem(
+                spec, args, meter, save, resume=done, resumed=partial(resumed, spec)
+            )
             print_total(result)
             results.append(result)
     if args.profile:
@@ -600,6 +697,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     data["complete"] = True
     save()
     plot(args.out / "user_pays.json", args.out / "user_pays.png")
+    return data
+
+
+def previous_run(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The run in ``--out`` that ``--resume`` goes on with (``None``: there is none).
+
+    Raises:
+        SystemExit: It was made with other settings.
+    """
+    path = args.out / "user_pays.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    if data["settings"] != json.loads(json.dumps(settings, default=str)):
+        raise SystemExit(
+            f"--resume: {path} was made with other settings ({data['settings']}); use "
+            "another --out for these"
+        )
     return data
 
 

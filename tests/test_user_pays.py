@@ -43,6 +43,7 @@ def test_smoke_run_writes_its_tables_data_and_plot(
         "user_pays.json",
         "user_pays.txt",
         "user_pays.png",
+        "checkpoints",  # both clients after every round (--resume)
     }
     assert json.loads((tmp_path / "user_pays.json").read_text()) == json.loads(
         json.dumps(data, default=str)
@@ -91,3 +92,44 @@ def test_designs_that_differ_are_refused(
     up.new_client = other_seed
     with pytest.raises(AssertionError, match="initial designs differ"):
         up.main(["--smoke", "--rounds", "0", "--out", str(tmp_path)])
+
+
+def test_a_killed_run_resumes_at_its_first_unmeasured_round(
+    benchmark_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    up = benchmark_script("user_pays")
+    kd_config = {"start_kernels": None, "proposals_per_round": 0, "background_fits": "off"}
+    argv = ["--smoke", "--rounds", "3", "--kd-config", json.dumps(kd_config)]
+    argv += ["--out", str(tmp_path)]
+    saved = up.save_client
+    calls = []
+
+    def killed_in_round_2(client, path):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        if len(calls) == 3:  # round 2 measured and in the JSON, not yet checkpointed
+            raise KeyboardInterrupt
+        saved(client, path)
+
+    up.save_client = killed_in_round_2
+    with pytest.raises(KeyboardInterrupt):
+        up.main(argv)
+    up.save_client = saved
+    stopped = json.loads((tmp_path / "user_pays.json").read_text())
+    assert not stopped["complete"] and [r["n"] for r in stopped["results"][0]["rounds"]] == [5, 7]
+    with pytest.raises(SystemExit, match="other settings"):
+        up.main([*argv[:2], "4", *argv[3:], "--resume"])  # another number of rounds
+    data = up.main([*argv, "--resume"])
+    assert data is not None and data["complete"]
+    (result,) = data["results"]
+    # round 2 again (the checkpoints held round 1), then round 3
+    assert [r["n"] for r in result["rounds"]] == [5, 7, 9] and result["complete"]
+    assert [s["started_at"] for s in data["sessions"]] == [
+        [],
+        [{"problem": "branin100@5", "round": 2}],
+    ]
+    records = [r["kd"]["record"] for r in result["rounds"]]
+    assert [rec["n"] for rec in records] == [5, 7, 9]
+    assert [rec["round"] for rec in records] == [0, 1, 2]  # kd's history went on from its file
+    written = (tmp_path / "user_pays.txt").read_text()
+    assert "session 1:" in written and "session 2:" in written and "resumed at" in written
+    assert up.main([*argv, "--resume"])["complete"]  # a complete run: nothing to do
