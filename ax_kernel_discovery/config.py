@@ -87,6 +87,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "fit_maxiter",
         "converge_chosen",
         "converge_contenders",
+        "refit_members",
         "warm_start",
         "inherit_parameters",
         "fit_workers",
@@ -370,6 +371,15 @@ class KernelDiscoveryConfig(BaseModel):
         "this many members of the choice order (the likeliest next choices) are also fitted "
         "to convergence, with the round's other fits, after the choice is handed on; the rest "
         "get fit_maxiter warm-started steps. 0: only the choice converges.",
+    )
+    refit_members: Literal["all", "contenders"] = Field(
+        "all",
+        description="Which members a round refits. all: every member. contenders: with "
+        "converge_chosen, in a round that chooses before its fits, only the choice and its "
+        "converge_contenders contenders are refitted; every other member is scored at its "
+        "last round's hyperparameters, conditioned on today's data, without L-BFGS steps "
+        "(its next forecast uses them), and new kernels are fitted as always (4x fit_maxiter "
+        "steps from a cold start).",
     )
     warm_start: bool = Field(
         True, description="Start each member's fit from its previous hyperparameters."

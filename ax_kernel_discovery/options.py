@@ -168,13 +168,14 @@ class RunnerOptions(ComponentOptions):
     """What :class:`~ax_kernel_discovery.surrogate.runner.RoundRunner` reads: where the
     fits run (``fit_workers``, ``background_fits``), whether the choice is fitted to
     convergence (``converge_chosen`` with a ``fit_maxiter`` budget) with how many
-    contenders (``converge_contenders``), and which members a batch portfolio fits before
-    the hand-on."""
+    contenders (``converge_contenders``) and whether the others are refitted
+    (``refit_members``), and which members a batch portfolio fits before the hand-on."""
 
     fit_workers: int
     background_fits: Literal["auto", "on", "off"]
     converge_chosen: bool
     converge_contenders: int
+    refit_members: Literal["all", "contenders"]
     fit_maxiter: int | None
     portfolio_size: int
     portfolio_keep: tuple[str, ...]

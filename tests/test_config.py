@@ -242,6 +242,8 @@ def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
         assert "converge_chosen" not in run["resolved_kd_config"]
         assert resolved.pop("converge_contenders") == 0
         assert "converge_contenders" not in run["resolved_kd_config"]
+        assert resolved.pop("refit_members") == "all"
+        assert "refit_members" not in run["resolved_kd_config"]
         assert resolved == run["resolved_kd_config"], path.name
 
 

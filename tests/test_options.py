@@ -80,6 +80,7 @@ READS: dict[type[ComponentOptions], set[str]] = {
         "background_fits",
         "converge_chosen",
         "converge_contenders",
+        "refit_members",
         "fit_maxiter",
         "portfolio_size",
         "portfolio_keep",

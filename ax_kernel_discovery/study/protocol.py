@@ -203,6 +203,12 @@ COST_CANDIDATES: dict[str, dict[str, Any]] = {
     "converge_chosen_50": {"fit_maxiter": 50, "converge_chosen": True},
     "converge_chosen_200": {"fit_maxiter": 200, "converge_chosen": True},
     "converge_top3_200": {"fit_maxiter": 200, "converge_chosen": True, "converge_contenders": 2},
+    "refit_top3_200": {
+        "fit_maxiter": 200,
+        "converge_chosen": True,
+        "converge_contenders": 2,
+        "refit_members": "contenders",
+    },
 }
 """The cheap default's candidates (``benchmarks/results/cost/PROTOCOL.md``): each variant's
 :class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields, changed from today's default,
@@ -216,7 +222,12 @@ closer to convergence. ``converge_top3_200`` (added after ``converge_chosen_200`
 hartmann6_100 by 0.00082, before any run of its own): the same, and the two members after
 the choice in the prequential choice order (the likeliest next choices: the members
 whose forecasts decide the next round) are fitted to convergence too, with the round's
-other fits after the choice is handed on; the other members keep 200 warm-started steps."""
+other fits after the choice is handed on; the other members keep 200 warm-started steps.
+``refit_top3_200`` (added while ``converge_top3_200``'s runs were under way, 18 of 40
+done, before any run of its own; its lever is the fits' cost at large n, where every
+marginal-likelihood step of every member grows with n): the same three members converge,
+and the other members are not refitted at all: each is scored at its last
+hyperparameters on today's data (new kernels are fitted as always)."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same

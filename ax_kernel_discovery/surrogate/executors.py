@@ -21,7 +21,7 @@ The workers are :mod:`.worker`'s fresh interpreters, one torch thread each.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -34,7 +34,13 @@ from torch import Tensor
 from ax_kernel_discovery._upstream.ax import fresh_model_builder
 from ax_kernel_discovery.candidate import KernelCandidate, Rejection
 from ax_kernel_discovery.options import FitOptions
-from ax_kernel_discovery.surrogate.fitting import Fits, FittedKernel, KernelFitter, StartRule
+from ax_kernel_discovery.surrogate.fitting import (
+    FitPlan,
+    Fits,
+    FittedKernel,
+    KernelFitter,
+    StartRule,
+)
 from ax_kernel_discovery.surrogate.round_record import Stopwatch
 from ax_kernel_discovery.surrogate.state import RoundContext
 from ax_kernel_discovery.surrogate.steps import FitReport
@@ -82,12 +88,12 @@ class FitExecutor(Protocol):
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
-        converge: Collection[str] = (),
+        plan: FitPlan = FitPlan(),
     ) -> PendingFits:
         """Fit and score ``cands`` as ``fitter.fit_all`` does on ``ctx`` (``members``: the
-        round's kernels, which a start rule may inherit from; ``converge``: the kernels
-        fitted to convergence), without the slow-fit rule (the round applies it over all
-        its fits)."""
+        round's kernels, which a start rule may inherit from; ``plan``: the kernels
+        fitted to convergence and those not refitted), without the slow-fit rule (the
+        round applies it over all its fits)."""
         ...  # pragma: no cover - a protocol
 
 
@@ -114,11 +120,9 @@ class InProcessFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
-        converge: Collection[str] = (),
+        plan: FitPlan = FitPlan(),
     ) -> PendingFits:
-        return _Done(
-            fitter.fit_all(list(cands), ctx, members=members, drop_slow=False, converge=converge)
-        )
+        return _Done(fitter.fit_all(list(cands), ctx, members=members, drop_slow=False, plan=plan))
 
 
 class WorkerProcessFits:
@@ -138,7 +142,7 @@ class WorkerProcessFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
-        converge: Collection[str] = (),
+        plan: FitPlan = FitPlan(),
     ) -> PendingFits:
         fits = fitter.fit_all(
             list(cands),
@@ -146,7 +150,7 @@ class WorkerProcessFits:
             members=members,
             drop_slow=False,
             workers=self.workers,
-            converge=converge,
+            plan=plan,
         )
         return _Done(fits)
 
@@ -162,7 +166,7 @@ class BackgroundJob:
         cands: The kernels to fit, in the round's order (members, then new kernels).
         members: All the round's kernels (what the start rule may inherit from).
         ctx: The worker's copy of the round's context.
-        converge: The kernels fitted to convergence (``converge_contenders``).
+        plan: The kernels fitted to convergence and those not refitted.
     """
 
     options: FitOptions
@@ -170,7 +174,7 @@ class BackgroundJob:
     cands: list[KernelCandidate]
     members: list[KernelCandidate]
     ctx: RoundContext
-    converge: frozenset[str] = frozenset()
+    plan: FitPlan = FitPlan()
 
 
 @dataclass
@@ -212,9 +216,7 @@ def fit_round_in_worker(job: BackgroundJob) -> BackgroundResult:
     watch = Stopwatch()
     fitter = KernelFitter(job.options, fresh_model_builder(), job.start_rule)
     ctx = job.ctx
-    fits = fitter.fit_all(
-        job.cands, ctx, members=job.members, drop_slow=False, converge=job.converge
-    )
+    fits = fitter.fit_all(job.cands, ctx, members=job.members, drop_slow=False, plan=job.plan)
     fitted = {
         name: BackgroundFit(
             warm=ctx.state.warm[name],
@@ -252,7 +254,7 @@ class BackgroundFits:
         ctx: RoundContext,
         cands: Sequence[KernelCandidate],
         members: Sequence[KernelCandidate],
-        converge: Collection[str] = (),
+        plan: FitPlan = FitPlan(),
     ) -> PendingFits:
         job = BackgroundJob(
             fitter.options,
@@ -260,7 +262,7 @@ class BackgroundFits:
             list(cands),
             list(members),
             ctx,
-            frozenset(converge),
+            plan,
         )
         future: Future[BackgroundResult] | None = None
         if job.cands:
@@ -316,7 +318,7 @@ class _PendingBackground:
             fitter = KernelFitter(job.options, build, job.start_rule)
             with timer.phase("fit_and_score", add=True):
                 here = fitter.fit_all(
-                    job.cands, ctx, members=job.members, drop_slow=False, converge=job.converge
+                    job.cands, ctx, members=job.members, drop_slow=False, plan=job.plan
                 )
             fitted.update(here.models)
             report = here.report

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -62,6 +62,20 @@ class FittedKernel(NamedTuple):
     config: ModelConfig
     score: float
     refit_seconds: float | None = None
+
+
+class FitPlan(NamedTuple):
+    """How a round's fits treat particular kernels, beyond ``fit_maxiter``.
+
+    Attributes:
+        converge: Kernels fitted to convergence (``converge_contenders``).
+        frozen: Kernels scored at their last round's hyperparameters, conditioned on
+            today's data, without L-BFGS steps (``refit_members="contenders"``); one
+            without such hyperparameters (a new kernel) is fitted as always.
+    """
+
+    converge: frozenset[str] = frozenset()
+    frozen: frozenset[str] = frozenset()
 
 
 class FitSpec(NamedTuple):
@@ -222,7 +236,7 @@ class KernelFitter:
         members: Sequence[KernelCandidate] | None = None,
         drop_slow: bool = True,
         workers: int = 1,
-        converge: Collection[str] = (),
+        plan: FitPlan = FitPlan(),
     ) -> Fits:
         """Fit and score every kernel: in full, or by successive halving.
 
@@ -230,9 +244,9 @@ class KernelFitter:
         ``cands``); ``drop_slow=False`` leaves the slow-fit rule (:meth:`drop_slow_fits`)
         to the caller, which applies it over the whole round when these are a part of it.
         ``workers > 1`` fits side by side in that many worker processes where it can (a
-        CPU run without a start rule), with the same fits. The kernels named in
-        ``converge`` are fitted to convergence, whatever ``fit_maxiter`` says (a
-        round's contenders under ``converge_contenders``).
+        CPU run without a start rule), with the same fits. ``plan`` names the kernels
+        fitted to convergence, whatever ``fit_maxiter`` says, and those scored at their
+        last hyperparameters without a fit (:class:`FitPlan`).
 
         ``selection="full"`` fits every member (warm-started, ``fit_maxiter`` steps; new
         kernels 4x). ``selection="halving"`` first *screens*: a member with last round's
@@ -260,9 +274,10 @@ class KernelFitter:
             jobs.append(
                 FitSpec(
                     cand,
-                    not screen or self.options.halving_screen_maxiter > 0,
+                    (not screen or self.options.halving_screen_maxiter > 0)
+                    and cand.name not in plan.frozen,
                     self.options.halving_screen_maxiter if screen else None,
-                    cand.name in converge and not screen,
+                    cand.name in plan.converge and not screen,
                 )
             )
             if screen:
@@ -286,7 +301,7 @@ class KernelFitter:
         by_name = {c.name: c for c in cands}
         for name in finalists:
             warm[name] = warm_before[name]
-            one = self.fit_and_score(by_name[name], ctx, converge=name in converge)
+            one = self.fit_and_score(by_name[name], ctx, converge=name in plan.converge)
             report = report.then(one.report)
             fitted = one.get(name)
             if fitted is None:
@@ -643,6 +658,7 @@ def fit_in_worker(
 
 __all__ = [
     "FitJob",
+    "FitPlan",
     "FitSpec",
     "FitStart",
     "Fits",

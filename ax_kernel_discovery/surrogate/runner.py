@@ -46,7 +46,7 @@ from ax_kernel_discovery.surrogate.executors import (
     PendingFits,
     WorkerProcessFits,
 )
-from ax_kernel_discovery.surrogate.fitting import FittedKernel, KernelFitter
+from ax_kernel_discovery.surrogate.fitting import FitPlan, FittedKernel, KernelFitter
 from ax_kernel_discovery.surrogate.proposing import ProposerHost
 from ax_kernel_discovery.surrogate.round import Handed, Objectives, RoundSteps
 from ax_kernel_discovery.surrogate.round_record import RoundRecord, Stopwatch
@@ -197,20 +197,20 @@ class RoundRunner:
         choice: Choice | None = None
         models: dict[str, FittedKernel] = {}
         members, rest = cands, cands
-        contenders: tuple[str, ...] = ()
+        plan = FitPlan()
         if first is not None:
             choice, models, tried = first
             handed, chosen = self.steps.hand_on(ctx, choice, models, objectives)
             self.announce(ctx, chosen)
             rest = [c for c in cands if c.name not in tried]
             assert early is not None  # the choice was fitted from its order
-            contenders = self.contenders(early, tried)
+            plan = self.plan(early, tried, rest)
         else:
             if early is not None:  # every member the choice could take failed to fit
                 members = rest = [c for c in cands if c.name not in set(early.ranked)]
             if deferred:  # the round chooses from its fits: they run here
                 executor = InProcessFits()
-        pending = executor.submit(self.fitter, ctx, rest, members, converge=contenders)
+        pending = executor.submit(self.fitter, ctx, rest, members, plan=plan)
         timer.record("fit_and_score", fit_and_score)
         self.open_rounds[ctx.outcome] = OpenRound(
             ctx,
@@ -283,14 +283,20 @@ class RoundRunner:
                     fit(name)
         return (choice, models, tried), report
 
-    def contenders(self, early: EarlyChoice, tried: set[str]) -> tuple[str, ...]:
-        """The members after the choice in the early choice's order that the round's
-        fits take to convergence (``converge_contenders`` of them, under
-        ``converge_chosen``; the likeliest next choices): none without."""
-        if not self.options.converging or self.options.converge_contenders <= 0:
-            return ()
+    def plan(self, early: EarlyChoice, tried: set[str], rest: Sequence[KernelCandidate]) -> FitPlan:
+        """What the round's fits of ``rest`` (after the choice's, ``tried``) do beyond
+        ``fit_maxiter``, under ``converge_chosen``: the contenders, the
+        ``converge_contenders`` members after the choice in the early choice's order (the
+        likeliest next choices), are fitted to convergence; with
+        ``refit_members="contenders"`` the others are not refitted. Nothing without."""
+        if not self.options.converging:
+            return FitPlan()
         after = [name for name in early.ranked if name not in tried]
-        return tuple(after[: self.options.converge_contenders])
+        contenders = frozenset(after[: self.options.converge_contenders])
+        frozen: frozenset[str] = frozenset()
+        if self.options.refit_members == "contenders":
+            frozen = frozenset(c.name for c in rest if c.name not in contenders)
+        return FitPlan(converge=contenders, frozen=frozen)
 
     def end(self, outcome: str) -> Handed | None:
         """End ``outcome``'s open round; **waits** for its fits where a worker still runs

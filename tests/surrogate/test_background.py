@@ -311,8 +311,52 @@ def test_converge_contenders_converges_the_next_members_of_the_choice_order() ->
         s.close()
 
 
+def test_refit_members_contenders_scores_the_other_members_without_a_fit() -> None:
+    fields = {
+        **SETTINGS,
+        "fit_maxiter": 3,
+        "background_fits": "off",
+        "converge_chosen": True,
+        "converge_contenders": 1,
+        "refit_members": "contenders",
+    }
+    s = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
+    s.state.objective_weights = {"f": -1.0}
+    s.fit([_data(SIZES[0])], DIGEST)  # the guard round fits every member
+    before = {
+        k: {n: v.clone() for n, v in w.items()} for k, w in s.state.outcomes["f"].warm.items()
+    }
+    order = s.runner.chooser.choice_order
+    captured: list[list[str]] = []
+
+    def spy(ctx: Any) -> Any:
+        ranked, losses = order(ctx)
+        captured.append(list(ranked))
+        return ranked, losses
+
+    s.runner.chooser.choice_order = spy  # type: ignore[method-assign]
+    s.fit([_data(SIZES[1])], DIGEST)
+    warm = s.state.outcomes["f"].warm
+    refitted = set(captured[0][:2])  # the choice and its one contender
+    kept = {k for k in before if k in warm} - refitted
+    assert kept and refitted <= set(warm)
+    for name in kept:  # scored at last round's hyperparameters
+        assert all(torch.equal(warm[name][k], v) for k, v in before[name].items()), name
+    for name in refitted:
+        assert not all(torch.equal(warm[name][k], v) for k, v in before[name].items()), name
+    new = set(warm) - set(before)
+    assert new  # this round's proposals, fitted from a cold start
+    record = s.history[-1]
+    assert all(name in record.scores for name in kept)  # scored all the same
+    s.close()
+
+
 def test_converge_contenders_in_the_background_equals_in_process() -> None:
     fields = {"converge_chosen": True, "converge_contenders": 2, "population_size": 4}
+    off, off_states = _run("off", fields, SIZES[:3])
+    on, on_states = _run("on", fields, SIZES[:3])
+    _same_rounds(on_states, off_states)
+    fields = {**fields, "refit_members": "contenders"}
     off, off_states = _run("off", fields, SIZES[:3])
     on, on_states = _run("on", fields, SIZES[:3])
     _same_rounds(on_states, off_states)
