@@ -275,6 +275,20 @@ def test_converge_chosen_in_the_background_equals_converge_chosen_in_process() -
     assert all(rec.timings["background_fits"] > 0 for rec in on.history)
 
 
+def _record_choice_orders(s: KernelDiscoverySurrogate) -> list[list[str]]:
+    """The choice orders of ``s``'s rounds from now on, in a list that grows as they run."""
+    order = s.runner.chooser.choice_order
+    captured: list[list[str]] = []
+
+    def spy(ctx: Any) -> Any:
+        ranked, losses = order(ctx)
+        captured.append(list(ranked))
+        return ranked, losses
+
+    s.runner.chooser.choice_order = spy  # type: ignore[method-assign]
+    return captured
+
+
 def test_converge_contenders_converges_the_next_members_of_the_choice_order() -> None:
     fields = {**SETTINGS, "fit_maxiter": 3, "background_fits": "off", "converge_chosen": True}
     chosen_only = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
@@ -285,15 +299,7 @@ def test_converge_contenders_converges_the_next_members_of_the_choice_order() ->
     for s in (chosen_only, contenders):
         s.state.objective_weights = {"f": -1.0}
         s.fit([_data(SIZES[0])], DIGEST)  # the guard round: every member forecasts next
-        order_of = s.runner.chooser.choice_order  # the order the next round takes
-        captured: list[list[str]] = []
-
-        def spy(ctx: Any, _order: Any = order_of, _out: list[list[str]] = captured) -> Any:
-            ranked, losses = _order(ctx)
-            _out.append(list(ranked))
-            return ranked, losses
-
-        s.runner.chooser.choice_order = spy  # type: ignore[method-assign]
+        captured = _record_choice_orders(s)
         s.fit([_data(SIZES[1])], DIGEST)
         orders.append(captured[0])
     a, b = chosen_only.history[-1], contenders.history[-1]
@@ -326,15 +332,7 @@ def test_refit_members_contenders_scores_the_other_members_without_a_fit() -> No
     before = {
         k: {n: v.clone() for n, v in w.items()} for k, w in s.state.outcomes["f"].warm.items()
     }
-    order = s.runner.chooser.choice_order
-    captured: list[list[str]] = []
-
-    def spy(ctx: Any) -> Any:
-        ranked, losses = order(ctx)
-        captured.append(list(ranked))
-        return ranked, losses
-
-    s.runner.chooser.choice_order = spy  # type: ignore[method-assign]
+    captured = _record_choice_orders(s)
     s.fit([_data(SIZES[1])], DIGEST)
     warm = s.state.outcomes["f"].warm
     refitted = set(captured[0][:2])  # the choice and its one contender
