@@ -43,11 +43,13 @@ data), ``user_pays.png`` (wall and CPU seconds per round against n, both methods
 from the JSON; ``python benchmarks/user_pays.py --plot user_pays.json`` redraws it). The
 JSON and the text are written after every round (``"complete": false`` until the end).
 
-**Resuming.** Both clients are checkpointed after every round (Ax's
+**Resuming.** Both clients are checkpointed every ``--checkpoint-every`` rounds (default
+4) and after a problem's last round (Ax's
 ``Client.save_to_json_file``, which keeps kd's population and history: a reloaded run
 continues as an uninterrupted one would) in ``--out``'s ``checkpoints/``. ``--resume``
-continues a run in ``--out`` that stopped (its settings must be the same) at its first
-unmeasured round: the hours of the full benchmark can be spread over several quiet
+continues a run in ``--out`` that stopped (its settings must be the same; the checkpoint
+interval may differ) at the first round after its last checkpoint (the rounds after it are
+measured again): the hours of the full benchmark can be spread over several quiet
 stretches of the machine that holds the checkpoints (they are not committed: an Ax
 ``Client`` file at n = 400 and D = 388 is of the order of 100 MB). Each stretch is a *session* in the JSON (the round it started at, the machine,
 the load and the commit) and a line in the tables; the first kd round of a resumed
@@ -324,6 +326,16 @@ def checkpoint_path(args: argparse.Namespace, spec: str, method: str) -> Path:
     return args.out / "checkpoints" / f"{spec.replace('@', '_at_')}__{method}.json"
 
 
+def checkpoint_due(round: int, args: argparse.Namespace) -> bool:
+    """Whether both clients are checkpointed after ``round`` (1-based): every
+    ``--checkpoint-every`` rounds and after the last one (0: only after the last one). A
+    client file at n = 400 and D = 388 is of the order of 100 MB: writing it less often
+    keeps the benchmark's own run short; a resumed run measures again the rounds after
+    its last checkpoint."""
+    every = args.checkpoint_every
+    return round == args.rounds or (every > 0 and round % every == 0)
+
+
 def save_client(client: Client, path: Path) -> None:
     """``client.save_to_json_file``, atomically (a kill leaves the previous checkpoint)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -334,17 +346,22 @@ def save_client(client: Client, path: Path) -> None:
 
 def resumed_clients(
     spec: str, args: argparse.Namespace, rounds: list[dict[str, Any]]
-) -> dict[str, Client]:
+) -> dict[str, Client] | None:
     """Both clients from their checkpoints, with ``rounds`` cut to the rounds they hold
-    (the JSON is written before the checkpoints: a kill between the two leaves a round
-    measured that the checkpoints do not hold; it is measured again).
+    (the JSON is written before the checkpoints, and the checkpoints only every
+    ``--checkpoint-every`` rounds: the rounds measured after the last checkpoint are
+    measured again). ``None`` (and ``rounds`` emptied): neither client was checkpointed
+    yet; the problem starts over from its initial design.
 
     Raises:
-        SystemExit: A checkpoint is missing, or the two hold different numbers of trials.
+        SystemExit: One checkpoint is missing, or the two hold different numbers of trials.
     """
+    paths = {m: checkpoint_path(args, spec, m) for m in METHODS}
+    if not any(path.is_file() for path in paths.values()):
+        rounds.clear()
+        return None
     clients: dict[str, Client] = {}
-    for m in METHODS:
-        path = checkpoint_path(args, spec, m)
+    for m, path in paths.items():
         if not path.is_file():
             raise SystemExit(f"--resume: {path} is missing; start over in another --out")
         clients[m] = Client.load_from_json_file(str(path))
@@ -370,8 +387,9 @@ def run_problem(
     name, _, dim = spec.partition("@")
     problem = get_problem(name, **({"dim": int(dim)} if dim else {}))
     rounds: list[dict[str, Any]] = list((resume or {}).get("rounds", []))
-    if rounds:
-        clients = resumed_clients(spec, args, rounds)
+    held = resumed_clients(spec, args, rounds) if rounds else None
+    if held is not None:
+        clients = held
         resumed(len(rounds) + 1)
     else:
         clients = {m: new_client(problem, m, args) for m in METHODS}
@@ -412,8 +430,9 @@ def run_problem(
         result["profile"] = profile(result)
         print_round(spec, row, first=r == start)
         after_round(result)
-        for m in METHODS:  # after the JSON (see resumed_clients)
-            save_client(clients[m], checkpoint_path(args, spec, m))
+        if checkpoint_due(r + 1, args):
+            for m in METHODS:  # after the JSON (see resumed_clients)
+                save_client(clients[m], checkpoint_path(args, spec, m))
     surrogate.close()
     result["complete"] = True
     return result
@@ -615,7 +634,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="go on with the run in --out where it stopped (the same settings)",
     )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=4,
+        help="checkpoint both clients every K rounds and after the last one (0: only the "
+        "last); --resume measures again the rounds after the last checkpoint",
+    )
     args = parser.parse_args(argv)
+    if args.checkpoint_every < 0:
+        parser.error(f"--checkpoint-every must be 0 or more, not {args.checkpoint_every}")
     if args.smoke:  # the smoke run's settings, under the options given
         parser.set_defaults(**SMOKE)
         args = parser.parse_args(argv)
@@ -631,7 +659,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     set_ax_logger_levels(logging.WARNING)
     _LINES.clear()
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "resume")}
+    settings = {
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("out", "plot", "resume", "checkpoint_every")
+    }
     before = previous_run(args, settings) if args.resume else None
     if before is not None and before["complete"]:
         print(f"{args.out}: the run is complete; nothing to resume")

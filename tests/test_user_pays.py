@@ -43,7 +43,7 @@ def test_smoke_run_writes_its_tables_data_and_plot(
         "user_pays.json",
         "user_pays.txt",
         "user_pays.png",
-        "checkpoints",  # both clients after every round (--resume)
+        "checkpoints",  # both clients after the last round (--resume)
     }
     assert json.loads((tmp_path / "user_pays.json").read_text()) == json.loads(
         json.dumps(data, default=str)
@@ -99,37 +99,68 @@ def test_a_killed_run_resumes_at_its_first_unmeasured_round(
 ) -> None:
     up = benchmark_script("user_pays")
     kd_config = {"start_kernels": None, "proposals_per_round": 0, "background_fits": "off"}
-    argv = ["--smoke", "--rounds", "3", "--kd-config", json.dumps(kd_config)]
+    argv = ["--smoke", "--rounds", "4", "--kd-config", json.dumps(kd_config)]
     argv += ["--out", str(tmp_path)]
     saved = up.save_client
     calls = []
 
-    def killed_in_round_2(client, path):  # type: ignore[no-untyped-def]
+    def killed_in_round_4(client, path):  # type: ignore[no-untyped-def]
         calls.append(path)
-        if len(calls) == 3:  # round 2 measured and in the JSON, not yet checkpointed
+        if len(calls) == 3:  # round 4 measured and in the JSON, not yet checkpointed
             raise KeyboardInterrupt
         saved(client, path)
 
-    up.save_client = killed_in_round_2
+    up.save_client = killed_in_round_4
     with pytest.raises(KeyboardInterrupt):
-        up.main(argv)
+        up.main([*argv, "--checkpoint-every", "2"])  # after rounds 2 and 4 only
     up.save_client = saved
+    assert len(calls) == 3  # both clients after round 2, none after rounds 1 and 3
     stopped = json.loads((tmp_path / "user_pays.json").read_text())
-    assert not stopped["complete"] and [r["n"] for r in stopped["results"][0]["rounds"]] == [5, 7]
+    ns = [r["n"] for r in stopped["results"][0]["rounds"]]
+    assert not stopped["complete"] and ns == [5, 7, 9, 11]
     with pytest.raises(SystemExit, match="other settings"):
-        up.main([*argv[:2], "4", *argv[3:], "--resume"])  # another number of rounds
-    data = up.main([*argv, "--resume"])
+        up.main([*argv[:2], "5", *argv[3:], "--resume"])  # another number of rounds
+    data = up.main([*argv, "--resume"])  # another checkpoint interval: allowed
     assert data is not None and data["complete"]
     (result,) = data["results"]
-    # round 2 again (the checkpoints held round 1), then round 3
-    assert [r["n"] for r in result["rounds"]] == [5, 7, 9] and result["complete"]
+    # rounds 3 and 4 again (the checkpoints held rounds 1-2)
+    assert [r["n"] for r in result["rounds"]] == [5, 7, 9, 11] and result["complete"]
     assert [s["started_at"] for s in data["sessions"]] == [
         [],
-        [{"problem": "branin100@5", "round": 2}],
+        [{"problem": "branin100@5", "round": 3}],
     ]
     records = [r["kd"]["record"] for r in result["rounds"]]
-    assert [rec["n"] for rec in records] == [5, 7, 9]
-    assert [rec["round"] for rec in records] == [0, 1, 2]  # kd's history went on from its file
+    assert [rec["n"] for rec in records] == [5, 7, 9, 11]
+    assert [rec["round"] for rec in records] == [0, 1, 2, 3]  # kd's history went on
     written = (tmp_path / "user_pays.txt").read_text()
     assert "session 1:" in written and "session 2:" in written and "resumed at" in written
     assert up.main([*argv, "--resume"])["complete"]  # a complete run: nothing to do
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over(
+    benchmark_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    up = benchmark_script("user_pays")
+    kd_config = {"start_kernels": None, "proposals_per_round": 0, "background_fits": "off"}
+    argv = ["--smoke", "--kd-config", json.dumps(kd_config), "--out", str(tmp_path)]
+    saved = up.save_client
+
+    def killed(client, path):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt  # the first checkpoint: after the last round
+
+    up.save_client = killed
+    with pytest.raises(KeyboardInterrupt):
+        up.main([*argv, "--checkpoint-every", "0"])
+    up.save_client = saved
+    stopped = json.loads((tmp_path / "user_pays.json").read_text())
+    assert [r["n"] for r in stopped["results"][0]["rounds"]] == [5, 7]
+    data = up.main([*argv, "--resume"])
+    (result,) = data["results"]
+    assert [r["n"] for r in result["rounds"]] == [5, 7] and result["complete"]
+    assert [s["started_at"] for s in data["sessions"]] == [[], []]  # started over
+    assert [r["kd"]["record"]["round"] for r in result["rounds"]] == [0, 1]
+    with pytest.raises(SystemExit):
+        up.main([*argv, "--checkpoint-every", "-1"])
+    assert "--checkpoint-every must be 0 or more, not -1" in capsys.readouterr().err
