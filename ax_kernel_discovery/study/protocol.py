@@ -209,6 +209,7 @@ COST_CANDIDATES: dict[str, dict[str, Any]] = {
         "converge_contenders": 2,
         "refit_members": "contenders",
     },
+    "refit_chosen_50": {"fit_maxiter": 50, "converge_chosen": True, "refit_members": "contenders"},
 }
 """The cheap default's candidates (``benchmarks/results/cost/PROTOCOL.md``): each variant's
 :class:`~ax_kernel_discovery.KernelDiscoveryConfig` fields, changed from today's default,
@@ -227,7 +228,14 @@ other fits after the choice is handed on; the other members keep 200 warm-starte
 done, before any run of its own; its lever is the fits' cost at large n, where every
 marginal-likelihood step of every member grows with n): the same three members converge,
 and the other members are not refitted at all: each is scored at its last
-hyperparameters on today's data (new kernels are fitted as always)."""
+hyperparameters on today's data (new kernels are fitted as always).
+``refit_chosen_50`` (added while ``refit_top3_200``'s runs were under way, 14 of 40 done,
+before any run of its own; its lever is the cost half of the rule at large n, where a
+round's L-BFGS steps, each growing with n, must stay near the one from-scratch fit of
+Ax's model: ``refit_top3_200`` converges three members and gives each of the round's new
+kernels 800 cold steps): only the choice is refitted, to convergence from its warm
+start; every other member is scored at its last hyperparameters on today's data; new
+kernels get 200 cold steps (4 x ``fit_maxiter``)."""
 
 VARIANT_METHODS: tuple[str, ...] = ("kd", "cake")
 """Methods a variant's ``kd_config`` applies to: ``kd``, and ``cake``, which takes the same

@@ -317,13 +317,16 @@ def test_converge_contenders_converges_the_next_members_of_the_choice_order() ->
         s.close()
 
 
-def test_refit_members_contenders_scores_the_other_members_without_a_fit() -> None:
+@pytest.mark.parametrize("contenders", [0, 1])
+def test_refit_members_contenders_scores_the_other_members_without_a_fit(
+    contenders: int,
+) -> None:
     fields = {
         **SETTINGS,
         "fit_maxiter": 3,
         "background_fits": "off",
         "converge_chosen": True,
-        "converge_contenders": 1,
+        "converge_contenders": contenders,
         "refit_members": "contenders",
     }
     s = KernelDiscoverySurrogate(KernelDiscoveryConfig(**fields))  # type: ignore[arg-type]
@@ -335,7 +338,7 @@ def test_refit_members_contenders_scores_the_other_members_without_a_fit() -> No
     captured = _record_choice_orders(s)
     s.fit([_data(SIZES[1])], DIGEST)
     warm = s.state.outcomes["f"].warm
-    refitted = set(captured[0][:2])  # the choice and its one contender
+    refitted = set(captured[0][: 1 + contenders])  # the choice and its contenders
     kept = {k for k in before if k in warm} - refitted
     assert kept and refitted <= set(warm)
     for name in kept:  # scored at last round's hyperparameters
