@@ -85,6 +85,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "fit_timeout",
         "slow_fit_factor",
         "fit_maxiter",
+        "fit_lbfgs_memory",
         "converge_chosen",
         "converge_contenders",
         "refit_members",
@@ -352,6 +353,16 @@ class KernelDiscoveryConfig(BaseModel):
         "hyperparameters (new kernels get 4x); members keep converging over rounds. None (the "
         "default since the hold-out study's round 4): BoTorch's default, every fit to "
         "convergence (scipy's L-BFGS-B cap of 15000 iterations).",
+    )
+    fit_lbfgs_memory: int | None = Field(
+        None,
+        ge=3,
+        le=1000,
+        description="The L-BFGS-B memory (scipy's maxcor: the corrections kept) of every "
+        "member's and new kernel's MLL fit. None: scipy's 10, as BoTorch and Ax fit their "
+        "own model. A member has about one lengthscale per input dimension; with a memory of "
+        "the order of that count its fit reaches L-BFGS-B's convergence test in far fewer "
+        "iterations (benchmarks/results/cost/lbfgs_memory.md).",
     )
     converge_chosen: bool = Field(
         False,

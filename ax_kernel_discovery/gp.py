@@ -1,8 +1,9 @@
 """The GP model class of kernel-discovery members and its fitting routine.
 
 ``KernelDiscoveryGP`` is BoTorch's ``SingleTaskGP`` unchanged; it exists so that Ax's
-``fit_botorch_model`` dispatcher can fit population members with a wall-clock limit
-and fewer fallback attempts (Ax itself calls ``fit_gpytorch_mll`` without options). A
+``fit_botorch_model`` dispatcher can fit population members with their own options: an
+iteration budget, fewer fallback attempts, an L-BFGS-B memory and an opt-in wall-clock
+limit (Ax itself calls ``fit_gpytorch_mll`` without options). A
 fixed kernel's config carries none of them, so it is fitted with BoTorch's defaults, as
 Ax fits its own model.
 The options travel in ``ModelConfig.mll_options["fit_options"]``, so they are stored
@@ -52,8 +53,13 @@ def _fit_kernel_discovery_gp(
     optimizer_kwargs: dict[str, Any] = {}
     if fit_options.get("timeout_sec") is not None:
         optimizer_kwargs["timeout_sec"] = float(fit_options["timeout_sec"])
+    options: dict[str, Any] = {}
     if fit_options.get("maxiter") is not None:
-        optimizer_kwargs["options"] = {"maxiter": int(fit_options["maxiter"])}
+        options["maxiter"] = int(fit_options["maxiter"])
+    if fit_options.get("lbfgs_memory") is not None:
+        options["maxcor"] = int(fit_options["lbfgs_memory"])  # scipy's L-BFGS-B memory
+    if options:
+        optimizer_kwargs["options"] = options
     fit_kwargs: dict[str, Any] = {}
     if fit_options.get("max_attempts") is not None:  # else BoTorch's, as Ax's own fit
         fit_kwargs["max_attempts"] = int(fit_options["max_attempts"])

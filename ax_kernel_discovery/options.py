@@ -98,6 +98,7 @@ class FitOptions(RuleOptions):
     fit_timeout: float | None
     slow_fit_factor: float
     fit_maxiter: int | None
+    fit_lbfgs_memory: int | None
     converge_chosen: bool
     warm_start: bool
     inherit_parameters: bool

@@ -244,6 +244,8 @@ def test_the_default_is_the_hold_out_study_round_4s_choice() -> None:
         assert "converge_contenders" not in run["resolved_kd_config"]
         assert resolved.pop("refit_members") == "all"
         assert "refit_members" not in run["resolved_kd_config"]
+        assert resolved.pop("fit_lbfgs_memory") is None  # scipy's 10, as they ran
+        assert "fit_lbfgs_memory" not in run["resolved_kd_config"]
         assert resolved == run["resolved_kd_config"], path.name
 
 

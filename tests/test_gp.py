@@ -126,3 +126,41 @@ def test_a_fixed_kernel_is_fitted_with_botorchs_attempts_and_a_member_with_kds(
     assert inspect.signature(_fit_fallback).parameters["max_attempts"].default == 5
     assert calls[1]["max_attempts"] == MEMBER_FIT_ATTEMPTS == 3
     assert calls[1]["optimizer_kwargs"] == {"timeout_sec": 60.0, "options": {"maxiter": 20}}
+
+
+def test_lbfgs_memory_reaches_scipy_and_shortens_a_high_dimensional_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import botorch.optim.core as core
+    from ax.generators.torch.botorch_modular.utils import fit_botorch_model
+
+    dim = 40
+    gen = torch.Generator().manual_seed(0)
+    X = torch.rand(80, dim, generator=gen, dtype=torch.float64)
+    Y = torch.sin(6 * X[:, :3]).sum(-1, keepdim=True) + 0.05 * torch.randn(80, 1, generator=gen)
+    Y = (Y - Y.mean()) / Y.std()
+    rbf = KernelCandidate(name="rbf", formula="rbf", origin="offline", spec=leaf("rbf"))
+    calls: list[tuple[dict, int]] = []
+    minimize = core.minimize_with_timeout
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raw = minimize(*args, **kwargs)
+        calls.append((dict(kwargs.get("options") or {}), int(raw.nit)))
+        return raw
+
+    monkeypatch.setattr(core, "minimize_with_timeout", spy)
+    losses = {}
+    for memory in (None, 60):  # None: scipy's 10, as Ax fits its model
+        model = KernelDiscoveryGP(X, Y, covar_module=DiscoveredKernel(rbf.model_dump_json(), dim))
+        fit_options = {"max_attempts": 1} | ({"lbfgs_memory": memory} if memory else {})
+        fit_botorch_model(
+            model, mll_class=ExactMarginalLogLikelihood, mll_options={"fit_options": fit_options}
+        )
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        with torch.no_grad():
+            losses[memory] = -float(mll(model(*model.train_inputs), model.train_targets))
+    (default, default_steps), (longer, longer_steps) = calls
+    assert "maxcor" not in default and longer["maxcor"] == 60
+    # the same convergence test, reached in fewer steps, at a loss as good (to 0.01 nats)
+    assert longer_steps < default_steps
+    assert losses[60] <= losses[None] + 0.01

@@ -50,6 +50,7 @@ READS: dict[type[ComponentOptions], set[str]] = {
         "fit_timeout",
         "slow_fit_factor",
         "fit_maxiter",
+        "fit_lbfgs_memory",
         "converge_chosen",
         "warm_start",
         "inherit_parameters",

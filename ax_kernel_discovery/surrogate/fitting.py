@@ -120,16 +120,19 @@ def candidate_model_config(
     fit_timeout: float | None = None,
     maxiter: int | None = None,
     max_attempts: int | None = None,
+    lbfgs_memory: int | None = None,
 ) -> ModelConfig:
     """The Ax ``ModelConfig`` that builds and fits ``candidate`` (storable in Ax's JSON).
 
-    Options left ``None`` are BoTorch's (no time limit, its iterations and its fit
-    attempts), so that a fixed kernel is fitted as Ax fits its own model; kernel discovery
-    passes its own for population members.
+    Options left ``None`` are BoTorch's (no time limit, its iterations, its fit attempts
+    and scipy's L-BFGS-B memory of 10 corrections), so that a fixed kernel is fitted as
+    Ax fits its own model; kernel discovery passes its own for population members.
     """
     fit_options: dict[str, Any] = {"timeout_sec": fit_timeout, "maxiter": maxiter}
     if max_attempts is not None:
         fit_options["max_attempts"] = max_attempts
+    if lbfgs_memory is not None:
+        fit_options["lbfgs_memory"] = lbfgs_memory
     return ModelConfig(
         botorch_model_class=KernelDiscoveryGP,
         covar_module_class=DiscoveredKernel,
@@ -483,7 +486,11 @@ class KernelFitter:
             warm = start.parameters
             label = start.label or None
         config = candidate_model_config(
-            cand, self.options.fit_timeout, maxiter, MEMBER_FIT_ATTEMPTS
+            cand,
+            self.options.fit_timeout,
+            maxiter,
+            MEMBER_FIT_ATTEMPTS,
+            self.options.fit_lbfgs_memory,
         )
         return FitJob(cand.name, config, warm, refit, label)
 

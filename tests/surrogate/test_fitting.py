@@ -139,6 +139,26 @@ def test_members_are_fitted_with_kds_attempts() -> None:
     )
     fit_options = models.models["RBF"].config.mll_options["fit_options"]
     assert fit_options["max_attempts"] == MEMBER_FIT_ATTEMPTS
+    assert "lbfgs_memory" not in fit_options  # scipy's memory unless the config sets one
+
+
+def test_members_are_fitted_with_the_configs_lbfgs_memory() -> None:
+    config = KernelDiscoveryConfig(
+        criterion="loo_crps", fit_maxiter=5, guard_rounds=0, fit_lbfgs_memory=100
+    )
+    pop = Population(start_candidates()[:2], size=2)
+    fitter = KernelFitter(config.fit_options(), build)
+    ctx = _context(pop)
+    models = fitter.fit_all([m.candidate for m in pop], ctx)
+    for fitted in models.models.values():  # cold starts, then a warm start below
+        assert fitted.config.mll_options["fit_options"]["lbfgs_memory"] == 100
+    job = fitter._prepare(pop.members[0].candidate, ctx, True, None, (), converge=True)
+    assert job.config.mll_options["fit_options"] == {
+        "timeout_sec": None,
+        "maxiter": None,
+        "max_attempts": MEMBER_FIT_ATTEMPTS,
+        "lbfgs_memory": 100,
+    }
 
 
 def _slowed(clock: Callable[[], float], factor: float) -> Callable[[], float]:
