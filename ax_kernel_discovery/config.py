@@ -362,7 +362,7 @@ class KernelDiscoveryConfig(BaseModel):
         "member's and new kernel's MLL fit. None: scipy's 10, as BoTorch and Ax fit their "
         "own model. A member has about one lengthscale per input dimension; with a memory of "
         "the order of that count its fit reaches L-BFGS-B's convergence test in far fewer "
-        "iterations (benchmarks/results/cost/lbfgs_memory.md).",
+        "iterations (benchmarks/results/cost/lbfgs_memory/lbfgs_memory.md).",
     )
     converge_chosen: bool = Field(
         False,
