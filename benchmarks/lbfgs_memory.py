@@ -31,8 +31,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replay_rounds as rr  # noqa: E402
+from user_pays import Meter  # noqa: E402
 
 from ax_kernel_discovery.runner.environment import source_commit  # noqa: E402
-from ax_kernel_discovery.surrogate.fitting import KernelFitter  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "results" / "replay"
 DEFAULT_FIXTURES = (
@@ -56,58 +55,23 @@ DEFAULT_FIXTURES = (
 EQUAL = 1e-4
 
 
-class Counter:
-    """L-BFGS iterations and CPU seconds of each member's fits while installed."""
-
-    def __init__(self) -> None:
-        self.members: dict[str, dict[str, float]] = {}
-        self._member: str | None = None
-
-    @contextmanager
-    def installed(self) -> Iterator[Counter]:
-        import botorch.optim.core as core
-
-        fit_and_score, minimize = KernelFitter.fit_and_score, core.minimize_with_timeout
-
-        def named(fitter: Any, cand: Any, *args: Any, **kwargs: Any) -> Any:
-            self._member = cand.name
-            t0 = time.process_time()
-            try:
-                return fit_and_score(fitter, cand, *args, **kwargs)
-            finally:
-                entry = self.members.setdefault(cand.name, {"iterations": 0, "cpu": 0.0})
-                entry["cpu"] += time.process_time() - t0
-                self._member = None
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            raw = minimize(*args, **kwargs)
-            if self._member is not None:
-                entry = self.members.setdefault(self._member, {"iterations": 0, "cpu": 0.0})
-                entry["iterations"] += int(raw.nit)
-            return raw
-
-        KernelFitter.fit_and_score = named  # type: ignore[method-assign]
-        core.minimize_with_timeout = counted
-        try:
-            yield self
-        finally:
-            KernelFitter.fit_and_score = fit_and_score  # type: ignore[method-assign]
-            core.minimize_with_timeout = minimize
-
-
 def replay(fixture: rr.Fixture, config: dict[str, Any]) -> dict[str, Any]:
     """One kd round of ``fixture`` under ``config`` with every fit in this process."""
     surrogate = rr.replay_surrogate(fixture, {**config, "background_fits": "off"})
     warm = {name for o in surrogate.state.outcomes.values() for name in o.warm}
-    counter = Counter()
-    with counter.installed():
+    with Meter().installed() as meter:
         t0 = time.process_time()
         surrogate.fit([fixture.dataset()], fixture.digest())
         cpu = time.process_time() - t0
     record = surrogate.history[-1]
     surrogate.close()
+    phases = meter.take()
+    members = {  # kd's members and new kernels (not Ax's model, which both fit alike)
+        name: {"iterations": phases.iterations.get(name, 0), "cpu": seconds}
+        for name, seconds in phases.member_cpu.items()
+    }
     split = {kind: {"iterations": 0, "cpu": 0.0} for kind in ("warm", "cold")}
-    for name, entry in counter.members.items():
+    for name, entry in members.items():
         kind = split["warm" if name in warm else "cold"]
         kind["iterations"] += int(entry["iterations"])
         kind["cpu"] += entry["cpu"]
@@ -115,7 +79,7 @@ def replay(fixture: rr.Fixture, config: dict[str, Any]) -> dict[str, Any]:
         "cpu": cpu,
         "chosen": record.chosen,
         "fit_scores": dict(record.fit_scores),
-        "members": counter.members,
+        "members": members,
         **split,
     }
 

@@ -51,9 +51,10 @@ continues a run in ``--out`` that stopped (its settings must be the same; the ch
 interval may differ) at the first round after its last checkpoint (the rounds after it are
 measured again): the hours of the full benchmark can be spread over several quiet
 stretches of the machine that holds the checkpoints (they are not committed: an Ax
-``Client`` file at n = 400 and D = 388 is of the order of 100 MB). Each stretch is a *session* in the JSON (the round it started at, the machine,
-the load and the commit) and a line in the tables; the first kd round of a resumed
-session includes the start of kd's worker process.
+``Client`` file at n = 400 and D = 388 is of the order of 100 MB). Each stretch is a
+*session* in the JSON (the round it started at, the machine, the load and the commit) and
+a line in the tables; the first kd round of a resumed session includes the start of kd's
+worker process.
 
 The full benchmark (run it on a quiet machine; hours):
 
@@ -132,12 +133,14 @@ def cpu_seconds() -> tuple[float, float]:
 
 @dataclass
 class Phases:
-    """Seconds of the surrogate fits and the acquisitions in the calls being measured, and
-    the L-BFGS iterations of the MLL fits made in this process, by model."""
+    """Seconds of the surrogate fits and the acquisitions in the calls being measured, the
+    L-BFGS iterations of the MLL fits made in this process, by model, and the CPU seconds
+    of each kd member's fit and score in this process."""
 
     fit: float = 0.0
     acquisition: float = 0.0
     iterations: dict[str, int] = field(default_factory=dict)
+    member_cpu: dict[str, float] = field(default_factory=dict)
 
 
 class Meter:
@@ -185,9 +188,12 @@ class Meter:
     def _named(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(fitter: Any, cand: Any, *args: Any, **kwargs: Any) -> Any:
             self._member = cand.name
+            t0 = time.process_time()
             try:
                 return fn(fitter, cand, *args, **kwargs)
             finally:
+                cpu = self.phases.member_cpu
+                cpu[cand.name] = cpu.get(cand.name, 0.0) + time.process_time() - t0
                 self._member = None
 
         return wrapper
