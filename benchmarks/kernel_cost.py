@@ -15,6 +15,10 @@ with the earlier ones pending, so ``q`` is the size of its last and largest step
 each as the median of ``--repeats`` timings after a warm-up (the posterior caches are
 then built, as during an optimization), and the ratio to Ax's default model (the
 dimension-scaled RBF) measured in the same run, alternating family and reference.
+The ``before`` columns time the family's step again with the member's cross-covariance
+against the training rows computed once per batch entry, as it was before
+:func:`~ax_kernel_discovery.surrogate.discovered.shared_rows` (issue 51: one copy of the
+training rows for every candidate), and ``gain`` is before / now.
 
 ``--optimize`` measures a whole acquisition instead: each family's GP and Ax's default
 model are *fitted* (Ax's ``Surrogate.fit``) to ``n`` Sobol points of a problem of
@@ -25,7 +29,10 @@ batch limits 32 / 20, one point at a time with the earlier ones pending), throug
 optimizer kd's acquisition uses (:func:`~ax_kernel_discovery.surrogate.acquisition.gen_candidates_scipy_unfixed`,
 hyperparameters constant). It prints the number of acquisition evaluations (forward
 passes; deterministic for a seed), the candidate rows they evaluated, and the CPU seconds
-of the optimization, with each ratio to Ax's default model:
+of the optimization, with each ratio to Ax's default model, and the CPU seconds *before*
+(training rows once per batch entry, as above), their gain, and whether the optimization
+found the same candidates both ways (``max |dx|``: the largest difference of a
+coordinate):
 
     python benchmarks/kernel_cost.py --n 100 --dim 100
     python benchmarks/kernel_cost.py --families rbf "rbf@kumaraswamy" "(rbf+sl)"
@@ -39,11 +46,12 @@ Torch runs single-threaded (``torch.set_num_threads(1)``, printed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -63,7 +71,7 @@ from botorch.utils.datasets import SupervisedDataset
 from ax_kernel_discovery.benchmarks import get_problem
 from ax_kernel_discovery.candidate import KernelCandidate
 from ax_kernel_discovery.expression import Spec, formula, leaf
-from ax_kernel_discovery.surrogate import candidate_model_config
+from ax_kernel_discovery.surrogate import candidate_model_config, discovered
 from ax_kernel_discovery.surrogate.acquisition import gen_candidates_scipy_unfixed
 
 FAMILIES = (
@@ -135,6 +143,18 @@ def _surrogate(name: str | None, X: torch.Tensor, Y: torch.Tensor, fit: bool = F
     return surrogate
 
 
+@contextlib.contextmanager
+def batched_train_rows() -> Iterator[None]:
+    """Members evaluate their cross-covariances against the training rows once per batch
+    entry, as before :func:`~ax_kernel_discovery.surrogate.discovered.shared_rows`."""
+    shared_rows = discovered.shared_rows
+    discovered.shared_rows = lambda x1, x2: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        discovered.shared_rows = shared_rows  # type: ignore[assignment]
+
+
 def _median_seconds(fn: Callable[[], Any], repeats: int) -> float:
     fn()  # warm-up: builds the posterior caches
     times = []
@@ -190,7 +210,8 @@ def optimize_costs(
 ) -> dict[str, float]:
     """One acquisition as Ax's ``Client`` runs it by default, through ``name``'s fitted GP
     (``None``: Ax's default model): its evaluations (forward passes), the candidate rows
-    they evaluated, and its CPU seconds (``time.process_time``)."""
+    they evaluated, its CPU seconds (``time.process_time``) and the candidates
+    (``"x"``, a tensor)."""
     torch.manual_seed(seed)
     model = _surrogate(name, X, Y, fit=True).model
     acqf = qLogNoisyExpectedImprovement(model=model, X_baseline=X, prune_baseline=True)
@@ -208,7 +229,7 @@ def optimize_costs(
     bounds = torch.stack([torch.zeros(X.shape[-1]), torch.ones(X.shape[-1])]).to(X)
     torch.manual_seed(seed)
     start = time.process_time()
-    optimize_acqf(
+    x, _ = optimize_acqf(
         acqf,
         bounds=bounds,
         q=q,
@@ -218,7 +239,7 @@ def optimize_costs(
         gen_candidates=gen_candidates_scipy_unfixed,
         options={"init_batch_limit": INIT_BATCH_LIMIT, "batch_limit": BATCH_LIMIT},
     )
-    return {**counts, "cpu": time.process_time() - start}
+    return {**counts, "cpu": time.process_time() - start, "x": x}
 
 
 def main_optimize(args: argparse.Namespace) -> None:
@@ -234,14 +255,21 @@ def main_optimize(args: argparse.Namespace) -> None:
         f"Ax's default model: {ref['evaluations']} evaluations, {ref['rows']} rows, "
         f"{ref['cpu']:.2f} CPU s"
     )
-    print("| family | evaluations | ratio | rows | ratio | CPU s | ratio | CPU ms / evaluation |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| family | evaluations | ratio | rows | ratio | CPU s | ratio | CPU ms / evaluation "
+        "| CPU s before | gain | max abs dx |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.families:
         c = optimize_costs(name, X, Y, args.q)
+        with batched_train_rows():
+            b = optimize_costs(name, X, Y, args.q)
+        dx = float((c["x"] - b["x"]).abs().max())
         print(
             f"| {name} | {c['evaluations']} | {c['evaluations'] / ref['evaluations']:.2f} | "
             f"{c['rows']} | {c['rows'] / ref['rows']:.2f} | {c['cpu']:.2f} | "
-            f"{c['cpu'] / ref['cpu']:.2f} | {1e3 * c['cpu'] / c['evaluations']:.1f} |",
+            f"{c['cpu'] / ref['cpu']:.2f} | {1e3 * c['cpu'] / c['evaluations']:.1f} | "
+            f"{b['cpu']:.2f} | {b['cpu'] / c['cpu']:.2f} | {dx:.1e} |",
             flush=True,
         )
 
@@ -279,15 +307,21 @@ def main(argv: list[str] | None = None) -> None:
         f"D={args.dim}, q={args.q}, restarts={args.restarts}, raw samples={args.raw_samples}, "
         f"repeats={args.repeats} (medians)"
     )
-    print("| family | step ms | ax_default step ms | step ratio | raw ms | raw ratio |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| family | step ms | ax_default step ms | step ratio | raw ms | raw ratio "
+        "| step ms before | gain | raw ms before | gain |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     sizes = (args.q, args.restarts, args.raw_samples, args.repeats)
     for name in args.families:
         step, raw = step_costs(name, X, Y, *sizes)
         ref_step, ref_raw = step_costs(None, X, Y, *sizes)
+        with batched_train_rows():
+            old_step, old_raw = step_costs(name, X, Y, *sizes)
         print(
             f"| {name} | {1e3 * step:.1f} | {1e3 * ref_step:.1f} | {step / ref_step:.2f} | "
-            f"{1e3 * raw:.0f} | {raw / ref_raw:.2f} |",
+            f"{1e3 * raw:.0f} | {raw / ref_raw:.2f} | {1e3 * old_step:.1f} | "
+            f"{old_step / step:.2f} | {1e3 * old_raw:.0f} | {old_raw / raw:.2f} |",
             flush=True,
         )
 

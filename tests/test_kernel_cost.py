@@ -54,3 +54,26 @@ def test_optimize_costs_count_the_evaluations_of_one_acquisition(
     assert first["cpu"] > 0
     again = kc.optimize_costs("rbf", X, Y, q=1)
     assert (again["evaluations"], again["rows"]) == (first["evaluations"], first["rows"])
+
+
+def test_the_before_measure_evaluates_the_training_rows_per_batch_entry(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    """``batched_train_rows`` restores what the ``before`` columns time: the member sees
+    the training rows once per candidate inside it and one copy outside it, and the same
+    acquisition finds the same candidates both ways."""
+    kc = benchmark_script("kernel_cost")
+    from ax_kernel_discovery.surrogate import discovered
+
+    torch.set_num_threads(1)
+    X = torch.rand(10, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    Y = (X - 0.3).pow(2).sum(-1, keepdim=True).neg()
+    x1 = torch.rand(4, 2, 3, dtype=torch.float64)
+    assert discovered.shared_rows(x1, X.expand(4, 10, 3)) is not None
+    with kc.batched_train_rows():
+        assert discovered.shared_rows(x1, X.expand(4, 10, 3)) is None
+    assert discovered.shared_rows(x1, X.expand(4, 10, 3)) is not None
+    now = kc.optimize_costs("(rbf+sl@tanh)", X, Y, q=1)
+    with kc.batched_train_rows():
+        before = kc.optimize_costs("(rbf+sl@tanh)", X, Y, q=1)
+    torch.testing.assert_close(now["x"], before["x"])

@@ -115,7 +115,48 @@ class DiscoveredKernel(Kernel):
     def forward(
         self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params: Any
     ) -> torch.Tensor:
+        """The member's covariance; a cross-covariance against rows that are the same in
+        every batch is computed once and broadcast (see :func:`shared_rows`).
+
+        A member built from the package's kernels (an expression tree) broadcasts over
+        batch dimensions, so the result is the batched computation's to rounding (a
+        matrix product against one copy may be blocked differently): in an acquisition step GPyTorch's exact prediction evaluates the
+        candidates against the training inputs broadcast to the candidates' batch
+        (``b x n x D``), and the member's input maps (warps, lengthscales) and their
+        gradients were computed for each of the ``b`` copies. A member of LLM-written code
+        is evaluated as it is (its code need not broadcast).
+        """
+        if not diag and not params.get("last_dim_is_batch") and self.candidate.spec is not None:
+            shared = shared_rows(x1, x2)
+            if shared is not None:
+                out = self.inner.forward(x1, shared, diag=False, **params)
+                batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+                return out.expand(*batch, x1.shape[-2], x2.shape[-2])
         return self.inner.forward(x1, x2, diag=diag, **params)
+
+
+def shared_rows(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor | None:
+    """``x2``'s rows as one batch entry (``1 x ... x 1 x n x D``) when every batch entry of
+    ``x2`` holds the same rows and the block is a cross-covariance; otherwise ``None``.
+
+    This is the test-train block of GPyTorch's exact prediction, ``K(X_test, X_train)``:
+    ``ExactGP`` concatenates the training inputs, broadcast to the test inputs' batch,
+    with the test inputs, and slices the blocks out of the joint kernel matrix. Equal
+    batch entries are taken to be one tensor broadcast (gradients flow into the first
+    entry, which for a broadcast tensor is the same total). A symmetric block (``x1``
+    equal to ``x2``, the test-test block) is never reduced: there equal batch entries may
+    be separate candidates that happen to coincide (two restarts at one point), each
+    needing its own gradient.
+    """
+    if x2.dim() < 3 or x2.shape[:-2].numel() < 2:
+        return None
+    if x1.shape == x2.shape and (x1 is x2 or torch.equal(x1, x2)):
+        return None
+    flat = x2.reshape(-1, *x2.shape[-2:])
+    first = flat[:1]
+    if not torch.equal(first.expand_as(flat), flat):
+        return None
+    return first.reshape(*([1] * (x2.dim() - 2)), *x2.shape[-2:])
 
 
 def _register_argparse() -> None:
