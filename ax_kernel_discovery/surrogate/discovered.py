@@ -136,8 +136,8 @@ class DiscoveredKernel(Kernel):
 
 
 def shared_rows(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor | None:
-    """``x2``'s rows as one batch entry (``1 x ... x 1 x n x D``) when every batch entry of
-    ``x2`` holds the same rows and the block is a cross-covariance; otherwise ``None``.
+    """One batch entry of ``x2`` (its batch dimensions of size 1) when all of them hold the
+    same rows and the block is a cross-covariance; otherwise ``None``.
 
     This is the test-train block of GPyTorch's exact prediction, ``K(X_test, X_train)``:
     ``ExactGP`` concatenates the training inputs, broadcast to the test inputs' batch,
