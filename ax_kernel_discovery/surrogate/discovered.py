@@ -120,11 +120,12 @@ class DiscoveredKernel(Kernel):
 
         A member built from the package's kernels (an expression tree) broadcasts over
         batch dimensions, so the result is the batched computation's to rounding (a
-        matrix product against one copy may be blocked differently): in an acquisition step GPyTorch's exact prediction evaluates the
-        candidates against the training inputs broadcast to the candidates' batch
-        (``b x n x D``), and the member's input maps (warps, lengthscales) and their
-        gradients were computed for each of the ``b`` copies. A member of LLM-written code
-        is evaluated as it is (its code need not broadcast).
+        matrix product against one copy may be blocked differently). In an acquisition
+        step GPyTorch's exact prediction evaluates the candidates against the training
+        inputs broadcast to the candidates' batch (``b x n x D``), and the member's input
+        maps (warps, lengthscales) and their gradients were computed for each of the
+        ``b`` copies. A member of LLM-written code is evaluated as it is (its code need
+        not broadcast).
         """
         if not diag and not params.get("last_dim_is_batch") and self.candidate.spec is not None:
             shared = shared_rows(x1, x2)
