@@ -109,9 +109,10 @@ def write_resumes(runs_md: str | Path, folder: str | Path | None = None) -> bool
 
 
 def study_runs_files(results: Path) -> list[Path]:
-    """The ``RUNS.md`` of every study folder under ``results``: the hold-out rounds' and
-    the cost protocol's (its tuning runs)."""
-    return sorted(results.glob("holdout*/RUNS.md")) + [results / "cost" / "RUNS.md"]
+    """The ``RUNS.md`` of every study folder under ``results``: the hold-out rounds', the
+    cost protocol's (its tuning runs) and the 400-evaluation tier's (``long400b``)."""
+    tiers = [results / "cost" / "RUNS.md", results / "long400b" / "RUNS.md"]
+    return sorted(results.glob("holdout*/RUNS.md")) + [p for p in tiers if p.is_file()]
 
 
 if __name__ == "__main__":  # pragma: no cover - the command the markers name

@@ -56,6 +56,7 @@ def test_every_rounds_runs_md_lists_the_resumes_its_files_record() -> None:
     is current (rewrite with ``python -m ax_kernel_discovery.study.resumes``)."""
     files = study_runs_files(ROOT / "benchmarks" / "results")
     assert (ROOT / "benchmarks/results/cost/RUNS.md") in files
+    assert (ROOT / "benchmarks/results/long400b/RUNS.md") in files
     for runs_md in files:
         text = runs_md.read_text()
         block = text.split(RESUMES_START, 1)[1].split(RESUMES_END, 1)[0].strip()
