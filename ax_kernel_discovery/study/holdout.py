@@ -42,6 +42,7 @@ import numpy as np
 
 from ax_kernel_discovery.runner.report import format_value, load_results, timing_table
 from ax_kernel_discovery.runner.run_config import identity_of_settings
+from ax_kernel_discovery.study.long_tier import LONG_TIER, long_tier_summary
 from ax_kernel_discovery.study.protocol import (
     HOLDOUT,
     HOLDOUT_ROUNDS,
@@ -873,7 +874,34 @@ def readme_block(results: str | Path | None = None) -> str:
         )
     lines.extend(_pooled_verdicts(pooled))
     lines.append(_cost_sentence(rounds))
+    lines.append(_long_tier_sentence(Path(results) if results is not None else RESULTS))
     return "\n".join(lines)
+
+
+def _long_tier_sentence(results: Path) -> str:
+    """The 400-evaluation tier (``long400b``) in one sentence: kd's W/T/L against stock Ax
+    and the sign p at each evaluation count, per problem, on the seeds complete so far."""
+    summary = long_tier_summary(results / LONG_TIER)
+    where = (
+        f"At 400 evaluations (q = 20; fresh seeds; [protocol]({RESULTS}/{LONG_TIER}/PROTOCOL.md), "
+        f"[report]({RESULTS}/{LONG_TIER}/REPORT.md) with curves)"
+    )
+    parts = []
+    for p, info in summary.items():
+        cells = [
+            f"{e}: {c['wins']}/{c['ties']}/{c['losses']} (p {format_p(c['p_sign'])})"
+            for e, row in info["at"].items()
+            if (c := row["paired"])["n"]
+        ]
+        if cells:
+            n = len(info["paired_seeds"])
+            parts.append(f"{p} ({n} seed{'' if n == 1 else 's'}) {', '.join(cells)}")
+    if not parts:
+        return f"{where}: runs under way, none complete yet."
+    return (
+        f"{where}, kd's default against Ax's default, W/T/L within 170, 250 and 400 "
+        f"evaluations: {'; '.join(parts)}."
+    )
 
 
 def _pooled_verdicts(pooled: Mapping[str, Mapping[str, Any]]) -> list[str]:

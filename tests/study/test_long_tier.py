@@ -87,3 +87,14 @@ def test_the_committed_report_is_the_generated_one() -> None:
     assert json.loads((folder / "summary.json").read_text()) == json.loads(
         json.dumps(summary, sort_keys=True)
     )
+
+
+def test_the_readme_sentence_tallies_the_complete_seeds(tmp_path: Path) -> None:
+    from ax_kernel_discovery.study.holdout import _long_tier_sentence
+
+    assert "none complete yet" in _long_tier_sentence(tmp_path)
+    folder = tmp_path / long_tier.LONG_TIER
+    _write(folder, "kd", 6000, _curve(0.2, 0.2, 0.2))
+    _write(folder, "ax_default", 6000, _curve(0.3, 0.25, 0.1))
+    said = _long_tier_sentence(tmp_path)
+    assert "svm (1 seed) 170: 1/0/0 (p 1.000), 250: 1/0/0 (p 1.000), 400: 0/0/1 (p 1.000)" in said
