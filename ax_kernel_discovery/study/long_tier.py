@@ -5,7 +5,8 @@ seeds 6000-6009, 400 evaluations, 20 Sobol points and joint batches of q = 20, k
 default against stock ``ax_default``. This module reads the folder's complete result
 files and writes what the protocol reports (``python -m
 ax_kernel_discovery.study.long_tier``): ``REPORT.md`` and ``summary.json`` beside the runs
-and one learning-curve PNG per problem under ``img/``.
+and one learning-curve PNG per problem under ``img/`` (drawn from the seeds both methods
+have completed).
 
 For each problem and each of :data:`EVALUATIONS`, the best value found within that many
 evaluations is paired by seed over the seeds whose runs are complete for both methods
@@ -168,11 +169,16 @@ def long_tier_markdown(
 
 def write_report(results: str | Path = "benchmarks/results", tier: str = LONG_TIER) -> Path:
     """Write ``<tier>/REPORT.md``, ``<tier>/summary.json`` and ``<tier>/img/curves_*.png``
-    under ``results`` (the curves from the complete runs only)."""
+    under ``results`` (the curves from the paired seeds' complete runs only, so that both
+    lines stand on the same seeds)."""
     folder = Path(results) / tier
     summary = long_tier_summary(folder)
-    for problem in summary:
-        runs = [r for r in load_results(folder) if r["problem"] == problem]
+    for problem, info in summary.items():
+        runs = [
+            r
+            for r in load_results(folder)
+            if r["problem"] == problem and int(r["seed"]) in info["paired_seeds"]
+        ]
         plot_curves(runs, problem, list(METHODS), folder / "img" / f"curves_{problem}.png")
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     (folder / "REPORT.md").write_text(long_tier_markdown(summary, f"benchmarks/results/{tier}"))
