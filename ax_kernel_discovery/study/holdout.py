@@ -889,8 +889,9 @@ def _long_tier_sentence(results: Path) -> str:
     parts = []
     for p, info in summary.items():
         cells = [
-            f"{e}: {c['wins']}/{c['ties']}/{c['losses']} (p {format_p(c['p_sign'])})"
-            for e, row in info["at"].items()
+            f"{row['evaluations']}: {c['wins']}/{c['ties']}/{c['losses']} "
+            f"(p {format_p(c['p_sign'])})"
+            for row in info["at"]
             if (c := row["paired"])["n"]
         ]
         if cells:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ax_kernel_discovery.runner.report import format_value, load_results, plot_curves
 from ax_kernel_discovery.study.resumes import resumed_runs
-from ax_kernel_discovery.study.statistics import format_p, paired_comparison
+from ax_kernel_discovery.study.statistics import checkpoint_comparison, format_p
 
 __all__ = ["EVALUATIONS", "LONG_TIER", "long_tier_markdown", "long_tier_summary", "write_report"]
 
@@ -42,13 +42,6 @@ METHODS: tuple[str, str] = ("kd", "ax_default")
 """kd's default, then its baseline (stock Ax, ``Client()`` with no plugin)."""
 
 
-def _best_within(run: Mapping[str, Any], evaluations: int) -> float | None:
-    best = run.get("best_so_far") or []
-    if len(best) < evaluations or best[evaluations - 1] is None:
-        return None
-    return float(best[evaluations - 1])
-
-
 def long_tier_summary(folder: str | Path) -> dict[str, Any]:
     """The paired comparison per problem and evaluation count, from ``folder``'s runs.
 
@@ -58,8 +51,9 @@ def long_tier_summary(folder: str | Path) -> dict[str, Any]:
         method), ``paired_seeds`` (those complete for both), ``commits`` (the code each
         method's runs were made from), ``wall_time`` (mean seconds per run, each method),
         ``resumed`` (the number of resumed runs) and ``at`` (per evaluation count: the
-        mean best value of each method and the :func:`paired_comparison` of kd against
-        ``ax_default``). Empty when no run is complete.
+        rows of :func:`~ax_kernel_discovery.study.statistics.checkpoint_comparison`: the
+        evaluation count, kd's ``mean`` and ``ax_default``'s ``reference_mean`` with their
+        standard errors, and the paired comparison). Empty when no run is complete.
     """
     root = Path(folder)
     try:
@@ -76,24 +70,6 @@ def long_tier_summary(folder: str | Path) -> dict[str, Any]:
         minimize = first["direction"] == "minimize"
         by_seed = {m: {int(r["seed"]): r for r in mine[m]} for m in METHODS}
         paired = sorted(set(by_seed["kd"]) & set(by_seed["ax_default"]))
-        at: dict[str, Any] = {}
-        for e in EVALUATIONS:
-            values = {m: {s: _best_within(by_seed[m][s], e) for s in paired} for m in METHODS}
-            kd: dict[int, float] = {}
-            ax: dict[int, float] = {}
-            for s in paired:
-                a, b = values["kd"][s], values["ax_default"][s]
-                if a is not None and b is not None:
-                    kd[s], ax[s] = a, b
-            if not kd:
-                continue
-            at[str(e)] = {
-                "mean": {
-                    "kd": float(np.mean(list(kd.values()))),
-                    "ax_default": float(np.mean(list(ax.values()))),
-                },
-                "paired": paired_comparison(kd, ax, minimize),
-            }
         out[problem] = {
             "label": first.get("problem_label", problem),
             "direction": first["direction"],
@@ -111,7 +87,9 @@ def long_tier_summary(folder: str | Path) -> dict[str, Any]:
                 for m in METHODS
             },
             "resumed": sum(1 for r in resumed if r["run"].startswith(f"{problem} ")),
-            "at": at,
+            "at": checkpoint_comparison(
+                runs, runs, problem, "kd", "ax_default", minimize, EVALUATIONS
+            ),
         }
     return out
 
@@ -139,13 +117,13 @@ def long_tier_markdown(
         "|---|---|---|---|---|---|---|---|",
     ]
     for problem, info in summary.items():
-        for e, row in info["at"].items():
+        for row in info["at"]:
             c = row["paired"]
             ci = c["ci"]
             interval = f" [{format_value(ci[0])}, {format_value(ci[1])}]" if ci else ""
             lines.append(
-                f"| {problem} | {e} | {c['n']} | {format_value(row['mean']['kd'])} | "
-                f"{format_value(row['mean']['ax_default'])} | "
+                f"| {problem} | {row['evaluations']} | {c['n']} | {format_value(row['mean'])} | "
+                f"{format_value(row['reference_mean'])} | "
                 f"{c['wins']}/{c['ties']}/{c['losses']} | {format_value(c['mean_diff'])}"
                 f"{interval} | {format_p(c['p_sign'])} / {format_p(c['p_perm'])} |"
             )
@@ -173,10 +151,11 @@ def write_report(results: str | Path = "benchmarks/results", tier: str = LONG_TI
     lines stand on the same seeds)."""
     folder = Path(results) / tier
     summary = long_tier_summary(folder)
+    complete = load_results(folder) if summary else []
     for problem, info in summary.items():
         runs = [
             r
-            for r in load_results(folder)
+            for r in complete
             if r["problem"] == problem and int(r["seed"]) in info["paired_seeds"]
         ]
         plot_curves(runs, problem, list(METHODS), folder / "img" / f"curves_{problem}.png")

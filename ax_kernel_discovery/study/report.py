@@ -53,6 +53,7 @@ from ax_kernel_discovery.study.markdown import study_markdown
 from ax_kernel_discovery.study.protocol import HOLDOUT_ROUNDS, STUDY, StudyProtocol
 from ax_kernel_discovery.study.statistics import (
     TIE_TOLERANCE,
+    checkpoint_comparison,
     paired_comparison,
     spearman,
     standard_error,
@@ -101,53 +102,6 @@ LONG_FOLDER = "long400"
 
 LONG_CHECKPOINTS: tuple[int, ...] = (50, 110, 170, 230, 290, 350, 400)
 """Evaluations at which the longer-budget table compares best-so-far values."""
-
-
-def _at_evaluation(
-    results: Sequence[dict[str, Any]], problem: str, method: str, evaluations: int
-) -> dict[int, float]:
-    """Best value so far after ``evaluations`` evaluations, by seed (runs that got there)."""
-    out = {}
-    for r in results:
-        if r["problem"] != problem or r["method"] != method:
-            continue
-        best = r.get("best_so_far") or []
-        if len(best) >= evaluations and best[evaluations - 1] is not None:
-            out[int(r["seed"])] = float(best[evaluations - 1])
-    return out
-
-
-def checkpoint_comparison(
-    runs: Sequence[dict[str, Any]],
-    reference: Sequence[dict[str, Any]],
-    problem: str,
-    method: str,
-    reference_method: str,
-    minimize: bool,
-    checkpoints: Sequence[int] = CHECKPOINTS,
-) -> list[dict[str, Any]]:
-    """``method`` (in ``runs``) against ``reference_method`` (in ``reference``), checkpoint by
-    checkpoint: each side's mean ± SE best-so-far on the seeds both have reached it, and
-    the paired comparison by seed."""
-    rows = []
-    for e in checkpoints:
-        a = _at_evaluation(runs, problem, method, e)
-        b = _at_evaluation(reference, problem, reference_method, e)
-        common = sorted(set(a) & set(b))
-        if not common:
-            continue
-        a, b = {s: a[s] for s in common}, {s: b[s] for s in common}
-        rows.append(
-            {
-                "evaluations": e,
-                "mean": float(np.mean(list(a.values()))),
-                "se": standard_error(list(a.values())),
-                "reference_mean": float(np.mean(list(b.values()))),
-                "reference_se": standard_error(list(b.values())),
-                "paired": paired_comparison(a, b, minimize),
-            }
-        )
-    return rows
 
 
 def round_time(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
@@ -306,7 +260,7 @@ def study_summary(
             summary["proposals"].setdefault("kd", {})[p] = run_set_proposals(kd_runs)
             summary["timeline"][p] = chosen_timeline(kd_runs)
             summary["checkpoints"][p] = checkpoint_comparison(
-                results, results, p, "kd", "ax_default", table.minimize.get(p, True)
+                results, results, p, "kd", "ax_default", table.minimize.get(p, True), CHECKPOINTS
             )
         summary["round_time"][p] = {
             m: round_time([r for r in results if r["problem"] == p and r["method"] == m])
@@ -332,7 +286,13 @@ def study_summary(
             },
             "checkpoints": {
                 p: checkpoint_comparison(
-                    variant_runs, results, p, method, "ax_default", table.minimize.get(p, True)
+                    variant_runs,
+                    results,
+                    p,
+                    method,
+                    "ax_default",
+                    table.minimize.get(p, True),
+                    CHECKPOINTS,
                 )
                 for p in mine
             },

@@ -205,9 +205,58 @@ def standard_error(values: Sequence[float]) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
+def best_at_evaluation(
+    results: Sequence[dict[str, Any]], problem: str, method: str, evaluations: int
+) -> dict[int, float]:
+    """Best value so far after ``evaluations`` evaluations, by seed (runs that got there)."""
+    out = {}
+    for r in results:
+        if r["problem"] != problem or r["method"] != method:
+            continue
+        best = r.get("best_so_far") or []
+        if len(best) >= evaluations and best[evaluations - 1] is not None:
+            out[int(r["seed"])] = float(best[evaluations - 1])
+    return out
+
+
+def checkpoint_comparison(
+    runs: Sequence[dict[str, Any]],
+    reference: Sequence[dict[str, Any]],
+    problem: str,
+    method: str,
+    reference_method: str,
+    minimize: bool,
+    checkpoints: Sequence[int],
+) -> list[dict[str, Any]]:
+    """``method`` (in ``runs``) against ``reference_method`` (in ``reference``), checkpoint by
+    checkpoint: each side's mean ± SE best-so-far on the seeds both have reached it, and
+    the paired comparison by seed."""
+    rows = []
+    for e in checkpoints:
+        a = best_at_evaluation(runs, problem, method, e)
+        b = best_at_evaluation(reference, problem, reference_method, e)
+        common = sorted(set(a) & set(b))
+        if not common:
+            continue
+        a, b = {s: a[s] for s in common}, {s: b[s] for s in common}
+        rows.append(
+            {
+                "evaluations": e,
+                "mean": float(np.mean(list(a.values()))),
+                "se": standard_error(list(a.values())),
+                "reference_mean": float(np.mean(list(b.values()))),
+                "reference_se": standard_error(list(b.values())),
+                "paired": paired_comparison(a, b, minimize),
+            }
+        )
+    return rows
+
+
 __all__ = [
     "TIE_TOLERANCE",
+    "best_at_evaluation",
     "bootstrap_coverage",
+    "checkpoint_comparison",
     "format_p",
     "holm",
     "paired_comparison",

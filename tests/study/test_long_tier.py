@@ -52,13 +52,14 @@ def test_best_values_are_paired_at_each_evaluation_count(tmp_path: Path) -> None
     _write(tmp_path, "ax_default", 6001, _curve(0.5, 0.3, 0.2))
     svm = long_tier.long_tier_summary(tmp_path)["svm"]
     assert svm["paired_seeds"] == [6000, 6001] and svm["resumed"] == 1
-    at = {e: svm["at"][str(e)]["paired"] for e in long_tier.EVALUATIONS}
+    at = {row["evaluations"]: row["paired"] for row in svm["at"]}
+    assert tuple(at) == long_tier.EVALUATIONS
     assert (at[170]["wins"], at[170]["ties"], at[170]["losses"]) == (2, 0, 0)
     assert at[170]["mean_diff"] == pytest.approx(0.1)
     assert (at[250]["wins"], at[250]["ties"], at[250]["losses"]) == (1, 1, 0)
     assert (at[400]["wins"], at[400]["losses"]) == (1, 1)
     assert at[400]["mean_diff"] == pytest.approx(0.0, abs=1e-12)
-    assert svm["at"]["400"]["mean"] == pytest.approx({"kd": 0.15, "ax_default": 0.15})
+    assert (svm["at"][-1]["mean"], svm["at"][-1]["reference_mean"]) == pytest.approx((0.15, 0.15))
 
 
 def test_a_run_under_way_counts_nowhere(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_a_run_under_way_counts_nowhere(tmp_path: Path) -> None:
     svm = long_tier.long_tier_summary(tmp_path)["svm"]
     assert svm["paired_seeds"] == [6000]
     assert svm["complete"] == {"kd": [6000], "ax_default": [6000, 6001]}
-    assert all(row["paired"]["n"] == 1 for row in svm["at"].values())
+    assert all(row["paired"]["n"] == 1 for row in svm["at"])
     report = long_tier.long_tier_markdown({"svm": svm})
     assert "| svm | 170 | 1 | 0.2000 | 0.3000 | 1/0/0 | 0.1000 |" in report
 
