@@ -141,18 +141,25 @@ def long_tier_markdown(
             "(`RUNS.md` lists them)."
         )
     lines += ["", "## Learning curves", ""]
-    lines += [f"![{p}](img/curves_{p}.png)" for p in summary]
+    lines += [
+        f"![{p}](img/curves_{p}.png)"
+        if info["paired_seeds"]
+        else f"{p}: no seed is complete for both methods yet, so no curves."
+        for p, info in summary.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
 def write_report(results: str | Path = "benchmarks/results", tier: str = LONG_TIER) -> Path:
     """Write ``<tier>/REPORT.md``, ``<tier>/summary.json`` and ``<tier>/img/curves_*.png``
     under ``results`` (the curves from the paired seeds' complete runs only, so that both
-    lines stand on the same seeds)."""
+    lines stand on the same seeds; none for a problem with no paired seed yet)."""
     folder = Path(results) / tier
     summary = long_tier_summary(folder)
     complete = load_results(folder) if summary else []
     for problem, info in summary.items():
+        if not info["paired_seeds"]:
+            continue  # a curve of one method alone would not be a comparison
         runs = [
             r
             for r in complete

@@ -75,6 +75,21 @@ def test_a_run_under_way_counts_nowhere(tmp_path: Path) -> None:
     assert "| svm | 170 | 1 | 0.2000 | 0.3000 | 1/0/0 | 0.1000 |" in report
 
 
+def test_a_problem_with_no_paired_seed_gets_no_curves(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / long_tier.LONG_TIER
+    _write(folder, "ax_default", 6000, _curve(0.3, 0.3, 0.3))
+    _write(folder, "kd", 6000, _curve(0.2, 0.2, 0.2)[:300], status="running")
+    long_tier.write_report(tmp_path)
+    report = (folder / "REPORT.md").read_text()
+    assert "svm: no seed is complete for both methods yet, so no curves." in report
+    assert "![svm]" not in report and not (folder / "img").exists()
+    _write(folder, "kd", 6000, _curve(0.2, 0.2, 0.2))
+    long_tier.write_report(tmp_path)
+    assert "![svm](img/curves_svm.png)" in (folder / "REPORT.md").read_text()
+    assert (folder / "img" / "curves_svm.png").stat().st_size > 0
+
+
 def test_an_empty_tier_says_so(tmp_path: Path) -> None:
     assert long_tier.long_tier_summary(tmp_path / "none") == {}
     assert "No run is complete yet." in long_tier.long_tier_markdown({})
