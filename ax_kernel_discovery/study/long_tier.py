@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,14 @@ from ax_kernel_discovery.runner.report import format_value, load_results, plot_c
 from ax_kernel_discovery.study.resumes import resumed_runs
 from ax_kernel_discovery.study.statistics import checkpoint_comparison, format_p
 
-__all__ = ["EVALUATIONS", "LONG_TIER", "long_tier_markdown", "long_tier_summary", "write_report"]
+__all__ = [
+    "EVALUATIONS",
+    "LONG_TIER",
+    "complete_runs",
+    "long_tier_markdown",
+    "long_tier_summary",
+    "write_report",
+]
 
 LONG_TIER = "long400b"
 """The tier's folder under ``benchmarks/results``."""
@@ -42,8 +49,22 @@ METHODS: tuple[str, str] = ("kd", "ax_default")
 """kd's default, then its baseline (stock Ax, ``Client()`` with no plugin)."""
 
 
-def long_tier_summary(folder: str | Path) -> dict[str, Any]:
+def complete_runs(folder: str | Path) -> list[dict[str, Any]]:
+    """``folder``'s complete runs of kd and ``ax_default`` (none when it has no result)."""
+    try:
+        return [r for r in load_results(folder) if r["method"] in METHODS]
+    except FileNotFoundError:
+        return []
+
+
+def long_tier_summary(
+    folder: str | Path, runs: Sequence[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The paired comparison per problem and evaluation count, from ``folder``'s runs.
+
+    Args:
+        folder: The tier's folder of result files.
+        runs: Its :func:`complete_runs`, when the caller has loaded them already.
 
     Returns:
         Per problem (in the order the runs were first found): ``label``, ``direction``,
@@ -56,9 +77,8 @@ def long_tier_summary(folder: str | Path) -> dict[str, Any]:
         standard errors, and the paired comparison). Empty when no run is complete.
     """
     root = Path(folder)
-    try:
-        runs = [r for r in load_results(root) if r["method"] in METHODS]
-    except FileNotFoundError:
+    runs = complete_runs(root) if runs is None else runs
+    if not runs:
         return {}
     resumed = resumed_runs(root)
     out: dict[str, Any] = {}
@@ -155,8 +175,8 @@ def write_report(results: str | Path = "benchmarks/results", tier: str = LONG_TI
     under ``results`` (the curves from the paired seeds' complete runs only, so that both
     lines stand on the same seeds; none for a problem with no paired seed yet)."""
     folder = Path(results) / tier
-    summary = long_tier_summary(folder)
-    complete = load_results(folder) if summary else []
+    complete = complete_runs(folder)
+    summary = long_tier_summary(folder, complete)
     for problem, info in summary.items():
         if not info["paired_seeds"]:
             continue  # a curve of one method alone would not be a comparison
